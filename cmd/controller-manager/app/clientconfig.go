@@ -1,0 +1,49 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+)
+
+// restConfig loads the client config from --kubeconfig, else the in-cluster
+// config, else $KUBECONFIG and the default loading rules, and applies the
+// rate-limit and content-type flags.
+func restConfig(o options.GenericOptions) (*rest.Config, error) {
+	cfg, err := loadRESTConfig(o.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS = o.KubeAPIQPS
+	cfg.Burst = o.KubeAPIBurst
+	cfg.ContentType = o.ContentType
+	cfg.AcceptContentTypes = o.ContentType + ",application/json"
+	return rest.AddUserAgent(cfg, "controller-manager"), nil
+}
+
+func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := rest.InClusterConfig()
+	if err == nil {
+		return cfg, nil
+	}
+	if !errors.Is(err, rest.ErrNotInCluster) {
+		return nil, fmt.Errorf("loading in-cluster config: %w", err)
+	}
+	cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no --kubeconfig, not in a cluster, and no usable $KUBECONFIG: %w", err)
+	}
+	return cfg, nil
+}

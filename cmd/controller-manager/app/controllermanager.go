@@ -1,0 +1,265 @@
+// Package app wires the controller manager: flags to config, clients and
+// shared informer factories, the controller registry, leader election and
+// the HTTP endpoints. It follows kube-controller-manager's order: build every
+// enabled controller, then start the informer factories, then run the
+// controllers.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+)
+
+// Manager is a configured controller manager, ready to Run.
+type Manager struct {
+	opts     *options.Options
+	enabled  []ControllerDescriptor
+	config   *rest.Config
+	status   *managerStatus
+	listener net.Addr
+	// electionHealth fails /healthz when this instance leads but has not
+	// renewed its lease in time; nil without leader election.
+	electionHealth *leaderelection.HealthzAdaptor
+}
+
+// Option adjusts a Manager; tests use them.
+type Option func(*Manager)
+
+// WithRESTConfig replaces the client config the flags describe.
+func WithRESTConfig(cfg *rest.Config) Option {
+	return func(m *Manager) { m.config = cfg }
+}
+
+// NewManager validates the options, resolves --controllers against the
+// registry, loads the client config and opens the HTTP listener, so that
+// every startup error happens before anything runs.
+func NewManager(ctx context.Context, opts *options.Options, registry Registry, extra ...Option) (*Manager, error) {
+	if err := registry.validate(); err != nil {
+		return nil, err
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	enabled, err := registry.Enabled(opts.Generic.Controllers)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{opts: opts, enabled: enabled, status: newManagerStatus(enabled)}
+	for _, o := range extra {
+		o(m)
+	}
+	if m.config == nil {
+		if m.config, err = restConfig(opts.Generic); err != nil {
+			return nil, err
+		}
+	}
+	health := []healthChecker{ping}
+	if opts.LeaderElection.LeaderElect {
+		m.electionHealth = leaderelection.NewLeaderHealthzAdaptor(leaderHealthTolerance)
+		health = append(health, m.electionHealth)
+	}
+	if opts.Generic.HTTPAddress != "0" {
+		if m.listener, err = serveHTTP(ctx, opts.Generic.HTTPAddress, newHTTPHandler(m.status, health)); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// HTTPAddr is the address the HTTP server listens on, nil when disabled.
+func (m *Manager) HTTPAddr() net.Addr { return m.listener }
+
+// Run runs the enabled controllers until ctx is done, under leader election
+// when it is on. It returns nil after a clean shutdown and ErrLeaderElectionLost
+// when the lease was lost.
+func (m *Manager) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	names := make([]string, 0, len(m.enabled))
+	for _, d := range m.enabled {
+		names = append(names, d.Name)
+	}
+	logger.Info("Starting controller manager", "controllers", names)
+
+	if !m.opts.LeaderElection.LeaderElect {
+		m.status.leading.Store(true)
+		return m.runControllers(ctx)
+	}
+	return m.runWithLeaderElection(ctx)
+}
+
+// runControllers builds every enabled controller, starts the shared
+// informers, runs the controllers and, once ctx is done, waits at most
+// --shutdown-timeout for their reconciles in flight.
+func (m *Manager) runControllers(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	cc, factories, err := m.controllerContext()
+	if err != nil {
+		return err
+	}
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	defer broadcaster.Shutdown()
+	eventClient, err := cc.KubeClient("events")
+	if err != nil {
+		return err
+	}
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
+	cc.recorders = func(component string) record.EventRecorder {
+		return broadcaster.NewRecorder(Scheme, corev1.EventSource{Component: component})
+	}
+
+	controllers := make([]Controller, 0, len(m.enabled))
+	for _, d := range m.enabled {
+		c, err := d.New(klog.NewContext(ctx, klog.LoggerWithName(logger, d.Name)), cc)
+		if err != nil {
+			return fmt.Errorf("building controller %s: %w", d.Name, err)
+		}
+		controllers = append(controllers, c)
+	}
+
+	// Every informer a controller needs has now been requested: start them.
+	for _, f := range factories {
+		f.start(ctx.Done())
+	}
+	m.status.addUnsynced(len(factories))
+	for _, f := range factories {
+		go func() {
+			if f.waitForSync(ctx.Done()) {
+				m.status.addUnsynced(-1)
+			}
+		}()
+	}
+	defer func() {
+		for _, f := range factories {
+			f.shutdown()
+		}
+	}()
+
+	var wg sync.WaitGroup
+	for _, c := range controllers {
+		wg.Go(func() {
+			c.Run(klog.NewContext(ctx, klog.LoggerWithName(logger, c.Name())))
+		})
+	}
+	m.status.setControllers(controllers)
+	<-ctx.Done()
+
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		logger.Info("All controllers stopped")
+	case <-time.After(m.opts.Generic.ShutdownTimeout):
+		logger.Info("Controllers did not stop within --shutdown-timeout, going on", "timeout", m.opts.Generic.ShutdownTimeout)
+	}
+	m.status.setControllers(nil)
+	return nil
+}
+
+// factory is an informer factory as the manager drives it.
+type factory struct {
+	start       func(stopCh <-chan struct{})
+	waitForSync func(stopCh <-chan struct{}) bool
+	shutdown    func()
+}
+
+// controllerContext builds the clients and the ONE shared informer factory
+// per kind of client that every controller shares.
+func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
+	cc := ControllerContext{KubeConfig: m.config, Options: m.opts}
+	resync := resyncPeriod(m.opts.Generic.MinResyncPeriod)
+
+	kubeClient, err := kubernetes.NewForConfig(cc.ClientConfig("shared-informers"))
+	if err != nil {
+		return cc, nil, fmt.Errorf("building the informers' client: %w", err)
+	}
+	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
+		informers.WithTransform(stripManagedFields))
+	cc.InformerFactory = kubeFactory
+
+	metadataClient, err := metadata.NewForConfig(cc.ClientConfig("shared-informers"))
+	if err != nil {
+		return cc, nil, fmt.Errorf("building the metadata informers' client: %w", err)
+	}
+	metadataFactory := metadatainformer.NewSharedInformerFactoryWithOptions(metadataClient, resync,
+		metadatainformer.WithTransform(stripManagedFields))
+	cc.MetadataInformerFactory = metadataFactory
+
+	factories := []factory{
+		{
+			start:       kubeFactory.Start,
+			waitForSync: func(stop <-chan struct{}) bool { return allSynced(kubeFactory.WaitForCacheSync(stop)) },
+			shutdown:    kubeFactory.Shutdown,
+		},
+		{
+			start:       metadataFactory.Start,
+			waitForSync: func(stop <-chan struct{}) bool { return allSynced(metadataFactory.WaitForCacheSync(stop)) },
+			shutdown:    metadataFactory.Shutdown,
+		},
+	}
+	return cc, factories, nil
+}
+
+func allSynced[K comparable](synced map[K]bool) bool {
+	for _, ok := range synced {
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// stripManagedFields drops managedFields before objects enter the caches: no
+// controller reads them and they are often the largest part of an object.
+func stripManagedFields(obj any) (any, error) {
+	target := obj
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		target = tombstone.Obj
+	}
+	if accessor, err := meta.Accessor(target); err == nil {
+		accessor.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// resyncPeriod spreads resyncs of different managers between min and 2×min,
+// as kube-controller-manager does.
+func resyncPeriod(minPeriod time.Duration) time.Duration {
+	return time.Duration(float64(minPeriod) * (1 + rand.Float64()))
+}
+
+// Scheme resolves the kinds of the objects events are recorded on; the
+// generated clientsets of our CRDs add their types to it.
+var Scheme = scheme.Scheme
+
+// ErrLeaderElectionLost is returned by Run when the lease was lost while
+// leading; the process must exit non-zero and let a fresh start compete again.
+var ErrLeaderElectionLost = errors.New("leader election lost")
+
+// clientConfig returns a copy of the manager's client config with a user agent naming its user.
+func (m *Manager) clientConfig(user string) *rest.Config {
+	return rest.AddUserAgent(rest.CopyConfig(m.config), "controller-manager/"+user)
+}

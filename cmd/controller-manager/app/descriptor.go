@@ -1,0 +1,169 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+)
+
+// Controller is what a constructor returns: something that runs until its
+// context is done and has a name.
+type Controller interface {
+	Name() string
+	// Run blocks until ctx is done and the controller's reconciles in
+	// flight have finished.
+	Run(ctx context.Context)
+}
+
+// QueueLengther is implemented by controllers that can report their queue
+// depth on /debug/controllers.
+type QueueLengther interface {
+	QueueLen() int
+}
+
+// ControllerContext is what every constructor gets: clients, the shared
+// informer factories and the options of all controllers.
+type ControllerContext struct {
+	// KubeConfig is the manager's client config for built-in types
+	// (protobuf); ClientConfig gives a per-controller copy.
+	KubeConfig *rest.Config
+	// InformerFactory is the one shared factory for built-in types.
+	InformerFactory informers.SharedInformerFactory
+	// MetadataInformerFactory is the one shared metadata-only factory, for
+	// controllers that need no more than object metadata.
+	MetadataInformerFactory metadatainformer.SharedInformerFactory
+	// Options holds every controller's options.
+	Options *options.Options
+
+	recorders func(component string) record.EventRecorder
+}
+
+// ClientConfig returns a copy of the client config whose user agent names the
+// controller, so the API server's audit log and metrics tell controllers apart.
+func (c ControllerContext) ClientConfig(controller string) *rest.Config {
+	return rest.AddUserAgent(rest.CopyConfig(c.KubeConfig), "controller-manager/"+controller)
+}
+
+// KubeClient returns a clientset for the named controller.
+func (c ControllerContext) KubeClient(controller string) (kubernetes.Interface, error) {
+	return kubernetes.NewForConfig(c.ClientConfig(controller))
+}
+
+// EventRecorder returns a recorder whose events name the controller as their source.
+func (c ControllerContext) EventRecorder(controller string) record.EventRecorder {
+	return c.recorders(controller)
+}
+
+// Constructor builds a controller, registering the informers it needs with
+// the shared factories. It must not start anything.
+type Constructor func(ctx context.Context, cc ControllerContext) (Controller, error)
+
+// ControllerDescriptor registers a controller with the manager.
+type ControllerDescriptor struct {
+	// Name is the canonical name used by --controllers.
+	Name string
+	// Aliases are other names --controllers accepts for it.
+	Aliases []string
+	// DisabledByDefault controllers run only when named in --controllers.
+	DisabledByDefault bool
+	// New builds the controller.
+	New Constructor
+}
+
+// Registry is the set of controllers the manager knows.
+type Registry []ControllerDescriptor
+
+// Names returns the canonical names, sorted.
+func (r Registry) Names() []string {
+	names := make([]string, 0, len(r))
+	for _, d := range r {
+		names = append(names, d.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// DisabledByDefault returns the canonical names of the controllers that are off unless asked for.
+func (r Registry) DisabledByDefault() []string {
+	var names []string
+	for _, d := range r {
+		if d.DisabledByDefault {
+			names = append(names, d.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Enabled applies kube-controller-manager's --controllers semantics and
+// returns the enabled descriptors in registry order: '*' turns on every
+// controller not disabled by default, 'foo' turns foo on, '-foo' turns it
+// off, and the first mention of a controller wins. Aliases count as their
+// canonical name. An unknown name is an error listing the known ones.
+func (r Registry) Enabled(requested []string) ([]ControllerDescriptor, error) {
+	canonical := map[string]string{}
+	for _, d := range r {
+		canonical[d.Name] = d.Name
+		for _, a := range d.Aliases {
+			canonical[a] = d.Name
+		}
+	}
+
+	star := false
+	decided := map[string]bool{}
+	for _, entry := range requested {
+		entry = strings.TrimSpace(entry)
+		if entry == "*" {
+			star = true
+			continue
+		}
+		name, enable := strings.CutPrefix(entry, "-")
+		enable = !enable
+		c, ok := canonical[name]
+		if !ok {
+			return nil, fmt.Errorf("unknown controller %q in --controllers; known controllers: %s", entry, strings.Join(r.Names(), ", "))
+		}
+		if _, seen := decided[c]; !seen {
+			decided[c] = enable
+		}
+	}
+
+	var enabled []ControllerDescriptor
+	for _, d := range r {
+		on, explicit := decided[d.Name]
+		if !explicit {
+			on = star && !d.DisabledByDefault
+		}
+		if on {
+			enabled = append(enabled, d)
+		}
+	}
+	return enabled, nil
+}
+
+// validate reports registry mistakes: duplicate names or aliases.
+func (r Registry) validate() error {
+	seen := map[string]string{}
+	for _, d := range r {
+		for _, n := range slices.Concat([]string{d.Name}, d.Aliases) {
+			if other, dup := seen[n]; dup {
+				return fmt.Errorf("controller name %q registered by both %s and %s", n, other, d.Name)
+			}
+			seen[n] = d.Name
+		}
+		if d.New == nil {
+			return fmt.Errorf("controller %s has no constructor", d.Name)
+		}
+	}
+	return nil
+}

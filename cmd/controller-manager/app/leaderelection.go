@@ -1,0 +1,145 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+)
+
+// leaderHealthTolerance is how long past its lease expiry a leader that
+// failed to renew still reports healthy, as in kube-controller-manager.
+const leaderHealthTolerance = 20 * time.Second
+
+// inClusterNamespaceFile holds the pod's namespace when running in a cluster.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// runWithLeaderElection runs the controllers only while this instance holds
+// the Lease. On shutdown (ctx done) the controllers stop first, then the
+// Lease is released so a standby takes over within one retry period. Losing
+// the Lease while leading stops the controllers and returns
+// ErrLeaderElectionLost.
+func (m *Manager) runWithLeaderElection(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	le := m.opts.LeaderElection
+
+	hostname, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("getting hostname for the leader election identity: %w", err)
+	}
+	identity := hostname + "_" + string(uuid.NewUUID())
+	namespace := leaseNamespace(le.ResourceNamespace)
+
+	client, err := kubernetes.NewForConfig(m.clientConfig("leader-election"))
+	if err != nil {
+		return fmt.Errorf("building the leader election client: %w", err)
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	defer broadcaster.Shutdown()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events(namespace)})
+	recorder := broadcaster.NewRecorder(Scheme, corev1.EventSource{Component: "controller-manager", Host: hostname})
+
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, namespace, le.ResourceName,
+		client.CoreV1(), client.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: identity, EventRecorder: recorder})
+	if err != nil {
+		return fmt.Errorf("creating the leader election lock: %w", err)
+	}
+
+	// The election runs on its own context so that the Lease is released
+	// only after the controllers have stopped, not as soon as ctx is done.
+	electionCtx, stopElection := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElection()
+	var started, lost atomic.Bool
+	var runErr error
+	controllersDone := make(chan struct{})
+	context.AfterFunc(ctx, func() {
+		if started.Load() {
+			<-controllersDone
+		}
+		stopElection()
+	})
+
+	logger.Info("Waiting to acquire the lease", "lease", namespace+"/"+le.ResourceName, "identity", identity)
+	leaderelection.RunOrDie(electionCtx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   le.LeaseDuration.Duration,
+		RenewDeadline:   le.RenewDeadline.Duration,
+		RetryPeriod:     le.RetryPeriod.Duration,
+		ReleaseOnCancel: true,
+		WatchDog:        m.electionHealth,
+		Name:            le.ResourceName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leadingCtx context.Context) {
+				defer close(controllersDone)
+				if ctx.Err() != nil {
+					return
+				}
+				started.Store(true)
+				m.status.leading.Store(true)
+				logger.Info("Started leading")
+				// Stop on shutdown or on losing the lease, whichever comes first.
+				runCtx, cancel := context.WithCancel(leadingCtx)
+				defer cancel()
+				stop := context.AfterFunc(ctx, cancel)
+				defer stop()
+				if err := m.runControllers(runCtx); err != nil {
+					runErr = err
+					stopElection()
+				}
+			},
+			OnStoppedLeading: func() {
+				m.status.leading.Store(false)
+				if ctx.Err() == nil && started.Load() {
+					lost.Store(true)
+				}
+			},
+			OnNewLeader: func(id string) {
+				if id != identity {
+					logger.Info("New leader elected", "leader", id)
+				}
+			},
+		},
+	})
+
+	if runErr != nil {
+		return runErr
+	}
+	if lost.Load() {
+		// Give the controllers a bounded moment to notice; never keep
+		// reconciling without the lease.
+		if started.Load() {
+			select {
+			case <-controllersDone:
+			case <-time.After(m.opts.Generic.ShutdownTimeout):
+			}
+		}
+		return ErrLeaderElectionLost
+	}
+	logger.Info("Stopped leading and released the lease")
+	return nil
+}
+
+// leaseNamespace is the flag's value, else the pod's namespace, else "default".
+func leaseNamespace(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if data, err := os.ReadFile(inClusterNamespaceFile); err == nil {
+		if ns := strings.TrimSpace(string(data)); ns != "" {
+			return ns
+		}
+	}
+	return "default"
+}

@@ -1,0 +1,85 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/term"
+	"k8s.io/component-base/version/verflag"
+	"k8s.io/klog/v2"
+
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+)
+
+const usageIntro = `controller-manager runs the App, Pipeline, Ingress and Cleanup controllers
+against a Kubernetes cluster, under leader election.
+
+Usage:
+  controller-manager [flags]
+`
+
+// Main parses args, runs the manager until SIGTERM or SIGINT and returns the
+// exit code: 0 after a clean shutdown, 1 on bad flags, a startup failure or a
+// lost lease.
+func Main(args []string) int {
+	registry := NewRegistry()
+	opts := options.NewOptions()
+	fss := opts.Flags(registry.Names(), registry.DisabledByDefault())
+
+	fs := pflag.NewFlagSet("controller-manager", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported in one line below
+	options.AddAll(fs, fss)
+	fs.Usage = func() { printUsage(os.Stdout, fss) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			printUsage(os.Stdout, fss)
+			return 0
+		}
+		return fail(err)
+	}
+	if fs.NArg() > 0 {
+		return fail(fmt.Errorf("unexpected arguments %q; controller-manager takes only flags", fs.Args()))
+	}
+	verflag.PrintAndExitIfRequested()
+
+	if err := logsapi.ValidateAndApply(opts.Logs, nil); err != nil {
+		return fail(err)
+	}
+	defer logs.FlushLogs()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	ctx = klog.NewContext(ctx, klog.Background())
+
+	m, err := NewManager(ctx, opts, registry)
+	if err != nil {
+		return fail(err)
+	}
+	if err := m.Run(ctx); err != nil {
+		klog.FromContext(ctx).Error(err, "Controller manager stopped")
+		return 1
+	}
+	return 0
+}
+
+// fail prints err on one line and returns exit code 1.
+func fail(err error) int {
+	fmt.Fprintf(os.Stderr, "controller-manager: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+	return 1
+}
+
+func printUsage(w io.Writer, fss cliflag.NamedFlagSets) {
+	fmt.Fprint(w, usageIntro)
+	cols, _, _ := term.TerminalSize(w)
+	cliflag.PrintSections(w, fss, cols)
+}

@@ -1,0 +1,141 @@
+// Package options holds the controller manager's flags, grouped in named
+// flag sets as kube-controller-manager does, and their validation.
+package options
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cliflag "k8s.io/component-base/cli/flag"
+	componentbaseconfig "k8s.io/component-base/config"
+	componentbaseoptions "k8s.io/component-base/config/options"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/version/verflag"
+
+	"github.com/ndsl/controller-manager/controllers/ingress"
+
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
+)
+
+// Options is everything the controller manager can be told on its command line.
+type Options struct {
+	Generic        GenericOptions
+	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	Logs           *logsapi.LoggingConfiguration
+
+	// One field per controller, bound to its own flag set.
+	Ingress ingress.Options
+}
+
+// GenericOptions are the flags not specific to one controller.
+type GenericOptions struct {
+	Kubeconfig      string
+	KubeAPIQPS      float32
+	KubeAPIBurst    int
+	ContentType     string
+	Controllers     []string
+	HTTPAddress     string
+	ShutdownTimeout time.Duration
+	MinResyncPeriod time.Duration
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	return &Options{
+		Generic: GenericOptions{
+			KubeAPIQPS:      20,
+			KubeAPIBurst:    30,
+			ContentType:     "application/vnd.kubernetes.protobuf",
+			Controllers:     []string{"*"},
+			HTTPAddress:     ":8080",
+			ShutdownTimeout: 30 * time.Second,
+			MinResyncPeriod: 12 * time.Hour,
+		},
+		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
+			LeaderElect:       true,
+			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
+			RenewDeadline:     metav1.Duration{Duration: 10 * time.Second},
+			RetryPeriod:       metav1.Duration{Duration: 2 * time.Second},
+			ResourceLock:      "leases",
+			ResourceName:      "controller-manager",
+			ResourceNamespace: "",
+		},
+		Logs:    logsapi.NewLoggingConfiguration(),
+		Ingress: ingress.DefaultOptions(),
+	}
+}
+
+// Flags returns the named flag sets. allControllers and disabledByDefault
+// feed the help text of --controllers.
+func (o *Options) Flags(allControllers, disabledByDefault []string) cliflag.NamedFlagSets {
+	var fss cliflag.NamedFlagSets
+
+	fs := fss.FlagSet("generic")
+	fs.StringVar(&o.Generic.Kubeconfig, "kubeconfig", o.Generic.Kubeconfig,
+		"Path to a kubeconfig. When empty: the in-cluster config, then $KUBECONFIG.")
+	fs.Float32Var(&o.Generic.KubeAPIQPS, "kube-api-qps", o.Generic.KubeAPIQPS,
+		"Client-side limit of requests per second to the API server. A negative value turns client-side rate limiting off.")
+	fs.IntVar(&o.Generic.KubeAPIBurst, "kube-api-burst", o.Generic.KubeAPIBurst,
+		"Burst allowed above --kube-api-qps.")
+	fs.StringVar(&o.Generic.ContentType, "kube-api-content-type", o.Generic.ContentType,
+		"Content type of requests for built-in types (custom resources always use JSON).")
+	fs.StringSliceVar(&o.Generic.Controllers, "controllers", o.Generic.Controllers, fmt.Sprintf(
+		"Controllers to enable. '*' enables all on-by-default controllers, 'foo' enables foo, '-foo' disables foo; the first mention of a controller wins.\nAll controllers: %v\nDisabled by default: %v",
+		allControllers, disabledByDefault))
+	fs.StringVar(&o.Generic.HTTPAddress, "http-address", o.Generic.HTTPAddress,
+		"Address of the HTTP server for /healthz, /livez, /readyz, /metrics and /debug/controllers. '0' disables it.")
+	fs.DurationVar(&o.Generic.ShutdownTimeout, "shutdown-timeout", o.Generic.ShutdownTimeout,
+		"How long reconciles in flight may take to finish on SIGTERM before the lease is released anyway.")
+	fs.DurationVar(&o.Generic.MinResyncPeriod, "min-resync-period", o.Generic.MinResyncPeriod,
+		"Informers resync every period chosen at random between this and twice this.")
+
+	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fss.FlagSet("leader election"))
+	logsapi.AddFlags(o.Logs, fss.FlagSet("logging"))
+	verflag.AddFlags(fss.FlagSet("misc"))
+
+	bindIngressFlags(&o.Ingress, fss.FlagSet("ingress controller"))
+	return fss
+}
+
+// Validate returns every problem with the options.
+func (o *Options) Validate() error {
+	var errs []error
+	g := o.Generic
+	if g.KubeAPIBurst < 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst must not be negative, got %d", g.KubeAPIBurst))
+	}
+	if g.ShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-timeout must be positive, got %s", g.ShutdownTimeout))
+	}
+	if g.MinResyncPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--min-resync-period must be positive, got %s", g.MinResyncPeriod))
+	}
+	if le := o.LeaderElection; le.LeaderElect {
+		if le.LeaseDuration.Duration <= le.RenewDeadline.Duration {
+			errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%s) must be greater than --leader-elect-renew-deadline (%s)", le.LeaseDuration.Duration, le.RenewDeadline.Duration))
+		}
+		if le.RetryPeriod.Duration <= 0 || le.RenewDeadline.Duration <= le.RetryPeriod.Duration {
+			errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%s) must be greater than --leader-elect-retry-period (%s), which must be positive", le.RenewDeadline.Duration, le.RetryPeriod.Duration))
+		}
+		if le.ResourceLock != "leases" {
+			errs = append(errs, fmt.Errorf("--leader-elect-resource-lock must be \"leases\", got %q", le.ResourceLock))
+		}
+		if le.ResourceName == "" {
+			errs = append(errs, errors.New("--leader-elect-resource-name must not be empty"))
+		}
+	}
+	if err := o.Ingress.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// AddAll adds every named flag set to fs, in order.
+func AddAll(fs *pflag.FlagSet, fss cliflag.NamedFlagSets) {
+	for _, name := range fss.Order {
+		fs.AddFlagSet(fss.FlagSets[name])
+	}
+}

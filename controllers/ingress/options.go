@@ -1,0 +1,29 @@
+package ingress
+
+import "fmt"
+
+// Options configures the Ingress controller. The manager binds them to
+// flags; tests set them directly.
+type Options struct {
+	// Workers is the number of concurrent reconciles.
+	Workers int
+	// DefaultClass is the ingress class used when a Service has no
+	// ingress/class annotation; empty leaves the cluster default in charge.
+	DefaultClass string
+	// DefaultDomain gives the host <service>.<namespace>.<domain> when a
+	// Service has no ingress/host annotation; empty leaves the rule hostless.
+	DefaultDomain string
+}
+
+// DefaultOptions returns the defaults of the flags.
+func DefaultOptions() Options {
+	return Options{Workers: 5}
+}
+
+// Validate checks the options.
+func (o *Options) Validate() error {
+	if o.Workers < 1 {
+		return fmt.Errorf("--concurrent-ingress-syncs must be at least 1, got %d", o.Workers)
+	}
+	return nil
+}

@@ -1,0 +1,104 @@
+package controller
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+)
+
+// ObjectFilter selects the objects a handler cares about.
+type ObjectFilter func(obj metav1.Object) bool
+
+// EnqueueObject returns handlers that enqueue the object itself on add,
+// update and delete. Periodic resyncs are NOT skipped: for a controller's
+// primary resource they are the level-triggered safety net.
+func EnqueueObject(q Queue) cache.ResourceEventHandlerFuncs {
+	return EnqueueObjectIf(q, nil)
+}
+
+// EnqueueObjectIf is EnqueueObject for objects that pass filter. An update
+// is enqueued when either the old or the new object passes, so an object
+// that stops matching is still reconciled once to clean up after it.
+func EnqueueObjectIf(q Queue, filter ObjectFilter) cache.ResourceEventHandlerFuncs {
+	enqueue := func(objs ...any) {
+		for _, obj := range objs {
+			if o, ok := objectMeta(obj); ok && (filter == nil || filter(o)) {
+				q.Add(cache.MetaObjectToName(o))
+				return
+			}
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { enqueue(obj) },
+		UpdateFunc: func(oldObj, newObj any) { enqueue(newObj, oldObj) },
+		DeleteFunc: func(obj any) { enqueue(obj) },
+	}
+}
+
+// EnqueueControllerOf returns handlers that enqueue the controller owner of
+// an object when that owner is of ownerKind. Owners of cluster-scoped kinds
+// get an empty namespace in their key. Resync updates are skipped: the
+// owner's own resync covers them.
+func EnqueueControllerOf(q Queue, ownerKind schema.GroupKind, ownerClusterScoped bool) cache.ResourceEventHandlerFuncs {
+	return EnqueueMapped(q, func(obj metav1.Object) []Key {
+		ref := metav1.GetControllerOfNoCopy(obj)
+		if ref == nil {
+			return nil
+		}
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil || gv.Group != ownerKind.Group || ref.Kind != ownerKind.Kind {
+			return nil
+		}
+		namespace := obj.GetNamespace()
+		if ownerClusterScoped {
+			namespace = ""
+		}
+		return []Key{{Namespace: namespace, Name: ref.Name}}
+	})
+}
+
+// EnqueueMapped returns handlers that enqueue the keys mapFn returns for the
+// object; on update, for both the old and the new object, so a changed
+// relation reaches both sides. Resync updates are skipped.
+func EnqueueMapped(q Queue, mapFn func(obj metav1.Object) []Key) cache.ResourceEventHandlerFuncs {
+	enqueue := func(obj any) {
+		if o, ok := objectMeta(obj); ok {
+			for _, key := range mapFn(o) {
+				q.Add(key)
+			}
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue,
+		UpdateFunc: func(oldObj, newObj any) {
+			if IsResync(oldObj, newObj) {
+				return
+			}
+			enqueue(oldObj)
+			enqueue(newObj)
+		},
+		DeleteFunc: enqueue,
+	}
+}
+
+// IsResync reports whether an update carries the same resourceVersion on
+// both sides, i.e. it comes from a periodic resync, not from a change.
+func IsResync(oldObj, newObj any) bool {
+	o, okOld := objectMeta(oldObj)
+	n, okNew := objectMeta(newObj)
+	return okOld && okNew && o.GetResourceVersion() == n.GetResourceVersion()
+}
+
+// objectMeta returns the object's metadata, looking inside the tombstone
+// informers hand out when they missed a delete.
+func objectMeta(obj any) (metav1.Object, bool) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, false
+	}
+	return o, true
+}

@@ -1,0 +1,68 @@
+package controller
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+const metricsSubsystem = "controller_manager"
+
+// Reconcile results, the values of the result label.
+const (
+	resultSuccess = "success"
+	resultRequeue = "requeue"
+	resultError   = "error"
+	resultPanic   = "panic"
+)
+
+var (
+	reconcileTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "reconcile_total",
+		Help:      "Reconciles per controller and result (success, requeue, error, panic).",
+	}, []string{"controller", "result"})
+
+	reconcileErrors = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "reconcile_errors_total",
+		Help:      "Reconciles that returned an error or panicked, per controller.",
+	}, []string{"controller"})
+
+	reconcilePanics = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "reconcile_panics_total",
+		Help:      "Reconciles that panicked and were recovered, per controller.",
+	}, []string{"controller"})
+
+	reconcileDropped = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "reconcile_dropped_total",
+		Help:      "Keys dropped after exhausting their retries, per controller.",
+	}, []string{"controller"})
+
+	reconcileDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "reconcile_duration_seconds",
+		Help:      "Time spent in one reconcile, per controller.",
+		Buckets:   []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+	}, []string{"controller"})
+
+	activeWorkers = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "active_workers",
+		Help:      "Workers currently running a reconcile, per controller.",
+	}, []string{"controller"})
+
+	registerOnce sync.Once
+)
+
+// RegisterMetrics adds the reconcile metrics to the legacy registry served on
+// /metrics. Safe to call more than once.
+func RegisterMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(reconcileTotal, reconcileErrors, reconcilePanics,
+			reconcileDropped, reconcileDuration, activeWorkers)
+	})
+}

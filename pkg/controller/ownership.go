@@ -1,0 +1,46 @@
+package controller
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// IsControlledBy reports whether obj's controller owner reference points at
+// owner, matched by UID so that a new owner with a recycled name does not
+// inherit an old owner's children.
+func IsControlledBy(obj, owner metav1.Object) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && ref.UID == owner.GetUID()
+}
+
+// NotOwnedError says an object the controller wanted to manage exists but is
+// controlled by someone else (or nobody). Controllers never adopt, modify or
+// delete such an object; they report it and retry with backoff.
+type NotOwnedError struct {
+	Kind      string
+	Namespace string
+	Name      string
+	// Owner describes the actual controller, empty when there is none.
+	Owner string
+}
+
+func (e *NotOwnedError) Error() string {
+	owner := "no controller"
+	if e.Owner != "" {
+		owner = "controller " + e.Owner
+	}
+	if e.Namespace == "" {
+		return fmt.Sprintf("%s %s exists and is not ours (it has %s)", e.Kind, e.Name, owner)
+	}
+	return fmt.Sprintf("%s %s/%s exists and is not ours (it has %s)", e.Kind, e.Namespace, e.Name, owner)
+}
+
+// NewNotOwnedError describes obj, an object of kind that owner does not control.
+func NewNotOwnedError(kind string, obj metav1.Object) *NotOwnedError {
+	e := &NotOwnedError{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		e.Owner = fmt.Sprintf("%s %s", ref.Kind, ref.Name)
+	}
+	return e
+}

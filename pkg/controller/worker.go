@@ -1,0 +1,162 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+const (
+	// DefaultMaxRetries is how many consecutive failures a key gets before it
+	// is dropped until the next event for it, as in kube-controller-manager.
+	DefaultMaxRetries = 15
+	// DefaultReconcileTimeout bounds one reconcile.
+	DefaultReconcileTimeout = time.Minute
+)
+
+// Result tells the worker what to do with a key after a reconcile that
+// returned no error.
+type Result struct {
+	// RequeueAfter, when positive, reconciles the key again after this delay.
+	RequeueAfter time.Duration
+}
+
+// ReconcileFunc brings the world in line with the object named by key. It
+// reads from listers, writes to the API server and is idempotent.
+type ReconcileFunc func(ctx context.Context, key Key) (Result, error)
+
+// GiveUpFunc is told when a key is dropped after MaxRetries failures, so the
+// controller can record a Warning event on the object.
+type GiveUpFunc func(ctx context.Context, key Key, err error)
+
+// Worker drains a controller's queue with a pool of goroutines.
+type Worker struct {
+	// Name is the controller's name, used in logs and metrics.
+	Name string
+	// Queue is the controller's named queue; Run shuts it down.
+	Queue Queue
+	// Reconcile is called for every key popped from Queue.
+	Reconcile ReconcileFunc
+	// MaxRetries defaults to DefaultMaxRetries.
+	MaxRetries int
+	// Timeout bounds one reconcile; defaults to DefaultReconcileTimeout.
+	Timeout time.Duration
+	// OnGiveUp is optional.
+	OnGiveUp GiveUpFunc
+}
+
+// Run starts workers goroutines and blocks until ctx is done. Then it stops
+// handing out keys, lets reconciles in flight finish (their context is not
+// cancelled by ctx, only bounded by Timeout) and returns once they have.
+func (w *Worker) Run(ctx context.Context, workers int) {
+	RegisterMetrics()
+	logger := klog.FromContext(ctx).WithValues("controller", w.Name)
+	ctx = klog.NewContext(ctx, logger)
+	logger.Info("Starting workers", "count", workers)
+
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for w.processNextItem(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	logger.Info("Stopping workers, waiting for reconciles in flight")
+	w.Queue.ShutDown()
+	wg.Wait()
+	logger.Info("All workers stopped")
+}
+
+// processNextItem handles one key and reports whether the worker should go on.
+func (w *Worker) processNextItem(ctx context.Context) bool {
+	key, shutdown := w.Queue.Get()
+	if shutdown {
+		return false
+	}
+	defer w.Queue.Done(key)
+	if ctx.Err() != nil {
+		// Shutting down: leave queued work to whoever leads next.
+		return false
+	}
+
+	logger := klog.FromContext(ctx).WithValues("key", key.String())
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout())
+	defer cancel()
+	rctx = klog.NewContext(rctx, logger)
+
+	activeWorkers.WithLabelValues(w.Name).Inc()
+	start := time.Now()
+	result, err, panicked := w.reconcile(rctx, key)
+	reconcileDuration.WithLabelValues(w.Name).Observe(time.Since(start).Seconds())
+	activeWorkers.WithLabelValues(w.Name).Dec()
+
+	switch {
+	case panicked:
+		reconcileTotal.WithLabelValues(w.Name, resultPanic).Inc()
+		reconcilePanics.WithLabelValues(w.Name).Inc()
+		reconcileErrors.WithLabelValues(w.Name).Inc()
+		w.retry(rctx, key, err)
+	case err != nil:
+		reconcileTotal.WithLabelValues(w.Name, resultError).Inc()
+		reconcileErrors.WithLabelValues(w.Name).Inc()
+		w.retry(rctx, key, err)
+	case result.RequeueAfter > 0:
+		reconcileTotal.WithLabelValues(w.Name, resultRequeue).Inc()
+		w.Queue.Forget(key)
+		w.Queue.AddAfter(key, result.RequeueAfter)
+	default:
+		reconcileTotal.WithLabelValues(w.Name, resultSuccess).Inc()
+		w.Queue.Forget(key)
+	}
+	return true
+}
+
+// reconcile calls Reconcile, turning a panic into an error so that one
+// surprising object cannot take the whole manager down.
+func (w *Worker) reconcile(ctx context.Context, key Key) (result Result, err error, panicked bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			panicked = true
+			err = fmt.Errorf("reconcile panicked: %v", r)
+			klog.FromContext(ctx).Error(err, "Recovered from panic", "stack", string(debug.Stack()))
+		}
+	}()
+	result, err = w.Reconcile(ctx, key)
+	return result, err, false
+}
+
+// retry requeues key with backoff, or drops it once it has failed MaxRetries times.
+func (w *Worker) retry(ctx context.Context, key Key, err error) {
+	logger := klog.FromContext(ctx)
+	retries := w.Queue.NumRequeues(key)
+	if retries < w.maxRetries() {
+		logger.V(2).Info("Reconcile failed, will retry", "err", err, "retries", retries)
+		w.Queue.AddRateLimited(key)
+		return
+	}
+	logger.Error(err, "Reconcile failed too many times, dropping the key until its next change", "retries", retries)
+	reconcileDropped.WithLabelValues(w.Name).Inc()
+	w.Queue.Forget(key)
+	if w.OnGiveUp != nil {
+		w.OnGiveUp(ctx, key, err)
+	}
+}
+
+func (w *Worker) maxRetries() int {
+	if w.MaxRetries > 0 {
+		return w.MaxRetries
+	}
+	return DefaultMaxRetries
+}
+
+func (w *Worker) timeout() time.Duration {
+	if w.Timeout > 0 {
+		return w.Timeout
+	}
+	return DefaultReconcileTimeout
+}
