@@ -1,0 +1,141 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=exapp,categories=all
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// App runs a container image as a Deployment and, when asked, exposes it
+// through a Service and an Ingress.
+type App struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state of the App.
+	Spec AppSpec `json:"spec"`
+
+	// Status is the state of the App as last observed by the controller.
+	// +optional
+	Status AppStatus `json:"status,omitempty"`
+}
+
+// has() keeps the rule from failing with "no such key" should a default ever be dropped.
+// +kubebuilder:validation:XValidation:rule="!(has(self.enable_ingress) && self.enable_ingress) || (has(self.enable_service) && self.enable_service)",message="enable_ingress requires enable_service"
+
+// AppSpec is the desired state of an App.
+type AppSpec struct {
+	// Image is the container image to run.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Image string `json:"image"`
+
+	// Replicas is the number of pods to run.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"` // a pointer, so that an explicit 0 is not taken for unset
+
+	// EnableService asks for a Service in front of the pods.
+	// +kubebuilder:default=false
+	// +optional
+	EnableService bool `json:"enable_service,omitempty"`
+
+	// EnableIngress asks for an Ingress routing to the Service; it requires
+	// EnableService.
+	// +kubebuilder:default=false
+	// +optional
+	EnableIngress bool `json:"enable_ingress,omitempty"`
+
+	// Port is the container port, and the port the Service exposes.
+	// +kubebuilder:default=80
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+}
+
+// AppStatus is the observed state of an App.
+type AppStatus struct {
+	// ObservedGeneration is the metadata.generation this status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Replicas is the number of pods of the App's Deployment.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// ReadyReplicas is the number of those pods that are ready.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// AvailableReplicas is the number of those pods that have been ready for
+	// at least the Deployment's minReadySeconds.
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+
+	// URL is where the App can be reached; empty while it cannot be.
+	// +optional
+	URL string `json:"url,omitempty"`
+
+	// Conditions are the latest observations of the App's state, one per type.
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// Condition types of an App.
+const (
+	// ConditionReady is True when every desired replica is available and
+	// every requested child (Service, Ingress) exists.
+	ConditionReady = "Ready"
+	// ConditionProgressing is True while the Deployment rolls out a change.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when the controller cannot bring the children
+	// to the desired state.
+	ConditionDegraded = "Degraded"
+)
+
+// Condition reasons of an App.
+const (
+	// ReasonAvailable explains Ready=True: all desired replicas are available.
+	ReasonAvailable = "Available"
+	// ReasonReplicasUnavailable explains Ready=False: fewer replicas are
+	// available than desired.
+	ReasonReplicasUnavailable = "ReplicasUnavailable"
+	// ReasonRollingOut explains Progressing=True: the Deployment is updating its pods.
+	ReasonRollingOut = "RollingOut"
+	// ReasonRolloutComplete explains Progressing=False: the Deployment is up to date.
+	ReasonRolloutComplete = "RolloutComplete"
+	// ReasonAsExpected explains Degraded=False.
+	ReasonAsExpected = "AsExpected"
+	// ReasonResourceExists explains Degraded=True: a child with the desired
+	// name exists and is not owned by this App.
+	ReasonResourceExists = "ResourceExists"
+	// ReasonReconcileFailed explains Degraded=True: writing a child failed.
+	ReasonReconcileFailed = "ReconcileFailed"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// AppList is a list of Apps.
+type AppList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the Apps.
+	Items []App `json:"items"`
+}

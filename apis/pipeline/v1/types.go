@@ -1,0 +1,257 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster
+// +kubebuilder:printcolumn:name="Steps",type=integer,JSONPath=`.status.stepCount`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// Pipeline is a chain of model-serving steps, each a Deployment and a
+// Service, that share one persistent volume holding the models.
+type Pipeline struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state of the Pipeline.
+	Spec PipelineSpec `json:"spec"`
+
+	// Status is the state of the Pipeline as last observed by the controller.
+	// +optional
+	Status PipelineStatus `json:"status,omitempty"`
+}
+
+// PipelineSpec is the desired state of a Pipeline.
+type PipelineSpec struct {
+	// Steps are the stages of the pipeline, in order. Their models must be
+	// unique. The cap on their number keeps the cost of the uniqueness rule
+	// within the API server's CEL budget.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(s, self.exists_one(t, t.model == s.model))",message="step models must be unique"
+	// +listType=atomic
+	// +required
+	Steps []PipelineStep `json:"steps"`
+
+	// ListenPort is the port every step's container listens on and its
+	// Service exposes.
+	// +kubebuilder:default=9080
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	ListenPort int32 `json:"listenPort,omitempty"`
+
+	// Namespace is where the steps' Deployments and Services and the
+	// storage claim are created. Empty means the controller's default.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// ModelStorage is the volume the steps read their models from.
+	// +required
+	ModelStorage ModelStorage `json:"modelStorage"`
+}
+
+// PipelineStep is one stage of a Pipeline: a model served by an image.
+type PipelineStep struct {
+	// Model names the model this step serves; it names the step's
+	// Deployment and Service too, so it must be a DNS-1123 label.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +required
+	Model string `json:"model"`
+
+	// Image is the container image serving the model.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Image string `json:"image"`
+
+	// Location is the name of a node to run the step on.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Location string `json:"location,omitempty"`
+
+	// Locations are the names of nodes the step may run on.
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	// +optional
+	Locations []string `json:"locations,omitempty"`
+
+	// Replicas is the number of pods serving the step.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"` // a pointer, so that an explicit 0 is not taken for unset
+
+	// Args are passed to the step's container.
+	// +optional
+	Args map[string]string `json:"args,omitempty"`
+}
+
+// StorageType is the kind of volume that holds the models.
+// +kubebuilder:validation:Enum=nfs
+type StorageType string
+
+// StorageTypeNFS is an NFS share mounted through the NFS CSI driver.
+const StorageTypeNFS StorageType = "nfs"
+
+// +kubebuilder:validation:XValidation:rule="self.type != 'nfs' || (has(self.csiParameter) && has(self.csiParameter.server) && self.csiParameter.server != '' && has(self.csiParameter.share) && self.csiParameter.share != '')",message="modelStorage of type nfs requires csiParameter.server and csiParameter.share"
+
+// ModelStorage describes the volume that holds the models.
+type ModelStorage struct {
+	// Type is the kind of volume.
+	// +required
+	Type StorageType `json:"type"`
+
+	// CSIParameter locates the volume; type nfs needs server and share.
+	// +optional
+	CSIParameter *CSIParameter `json:"csiParameter,omitempty"`
+
+	// Size is the capacity of the persistent volume and its claim.
+	// +kubebuilder:default="10Gi"
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+}
+
+// CSIParameter is the address of the volume, handed to the CSI driver as
+// volume attributes.
+type CSIParameter struct {
+	// Server is the NFS server's host name or IP address.
+	// +optional
+	Server string `json:"server,omitempty"`
+
+	// Share is the exported path on the NFS server.
+	// +optional
+	Share string `json:"share,omitempty"`
+}
+
+// PipelineStatus is the observed state of a Pipeline.
+type PipelineStatus struct {
+	// ObservedGeneration is the metadata.generation this status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// StepCount is the number of steps in the observed generation's spec.
+	// +optional
+	StepCount int32 `json:"stepCount,omitempty"`
+
+	// Conditions are the latest observations of the Pipeline's state, one per type.
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// Steps are the observed states of the steps, one per model.
+	// +listType=map
+	// +listMapKey=model
+	// +optional
+	Steps []StepStatus `json:"steps,omitempty"`
+
+	// Storage is the observed state of the model volume.
+	// +optional
+	Storage *StorageStatus `json:"storage,omitempty"`
+}
+
+// StepStatus is the observed state of one step.
+type StepStatus struct {
+	// Model is the model of the step this status is about.
+	Model string `json:"model"`
+
+	// DeploymentName is the name of the step's Deployment.
+	// +optional
+	DeploymentName string `json:"deploymentName,omitempty"`
+
+	// ServiceName is the name of the step's Service.
+	// +optional
+	ServiceName string `json:"serviceName,omitempty"`
+
+	// Replicas is the number of pods of the step's Deployment.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// ReadyReplicas is the number of those pods that are ready.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+}
+
+// StorageStatus is the observed state of the model volume and its claim.
+type StorageStatus struct {
+	// PVName is the name of the PersistentVolume.
+	// +optional
+	PVName string `json:"pvName,omitempty"`
+
+	// PVPhase is the phase of the PersistentVolume.
+	// +optional
+	PVPhase corev1.PersistentVolumePhase `json:"pvPhase,omitempty"`
+
+	// PVCName is the name of the PersistentVolumeClaim.
+	// +optional
+	PVCName string `json:"pvcName,omitempty"`
+
+	// PVCPhase is the phase of the PersistentVolumeClaim.
+	// +optional
+	PVCPhase corev1.PersistentVolumeClaimPhase `json:"pvcPhase,omitempty"`
+}
+
+// Condition types of a Pipeline.
+const (
+	// ConditionReady is True when the storage and every step are ready.
+	ConditionReady = "Ready"
+	// ConditionStorageReady is True when the volume claim is bound.
+	ConditionStorageReady = "StorageReady"
+	// ConditionStepsReady is True when every step has all its replicas ready.
+	ConditionStepsReady = "StepsReady"
+	// ConditionDegraded is True when the controller cannot bring the
+	// children to the desired state.
+	ConditionDegraded = "Degraded"
+)
+
+// Condition reasons of a Pipeline.
+const (
+	// ReasonReady explains Ready=True.
+	ReasonReady = "Ready"
+	// ReasonStorageNotReady explains Ready=False: the storage is not bound yet.
+	ReasonStorageNotReady = "StorageNotReady"
+	// ReasonStepsNotReady explains Ready=False and StepsReady=False: some
+	// step has fewer ready replicas than desired.
+	ReasonStepsNotReady = "StepsNotReady"
+	// ReasonBound explains StorageReady=True: the claim is bound to the volume.
+	ReasonBound = "Bound"
+	// ReasonPending explains StorageReady=False: the volume or claim is not bound yet.
+	ReasonPending = "Pending"
+	// ReasonStepsAvailable explains StepsReady=True.
+	ReasonStepsAvailable = "StepsAvailable"
+	// ReasonAsExpected explains Degraded=False.
+	ReasonAsExpected = "AsExpected"
+	// ReasonResourceExists explains Degraded=True: a child with the desired
+	// name exists and is not owned by this Pipeline.
+	ReasonResourceExists = "ResourceExists"
+	// ReasonReconcileFailed explains Degraded=True: writing a child failed.
+	ReasonReconcileFailed = "ReconcileFailed"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// PipelineList is a list of Pipelines.
+type PipelineList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the Pipelines.
+	Items []Pipeline `json:"items"`
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Regenerates everything derived from apis/: deepcopy functions, the typed
+# clientset, listers, informers and apply configurations in pkg/generated/,
+# and the CRD manifests in manifests/crd/.
+#
+# The generators are pinned by hack/tools/codegen/go.mod and built from
+# source into hack/bin/codegen (or $CODEGEN_GOBIN); nothing is downloaded
+# but Go modules.
+set -o errexit
+set -o nounset
+set -o pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+TOOLS_DIR="${REPO_ROOT}/hack/tools/codegen"
+MODULE="github.com/ndsl/controller-manager"
+BOILERPLATE="${REPO_ROOT}/hack/boilerplate.go.txt"
+
+cd "${REPO_ROOT}"
+# kube_codegen.sh greps these for stale files before generating into them.
+mkdir -p pkg/generated/{applyconfiguration,clientset,listers,informers}
+
+# kube_codegen.sh runs `go install k8s.io/code-generator/cmd/...` inside the
+# code-generator module found here, so the generators it builds are exactly the
+# version hack/tools/codegen/go.mod pins, built against that release's own go.sum.
+go -C "${TOOLS_DIR}" mod download k8s.io/code-generator
+CODEGEN_PKG="$(go -C "${TOOLS_DIR}" list -m -f '{{.Dir}}' k8s.io/code-generator)"
+export GOBIN="${CODEGEN_GOBIN:-${REPO_ROOT}/hack/bin/codegen}"
+mkdir -p "${GOBIN}"
+
+# shellcheck source=/dev/null
+source "${CODEGEN_PKG}/kube_codegen.sh"
+
+kube::codegen::gen_helpers \
+    --boilerplate "${BOILERPLATE}" \
+    "${REPO_ROOT}/apis"
+
+kube::codegen::gen_client \
+    --with-watch \
+    --with-applyconfig \
+    --output-dir "${REPO_ROOT}/pkg/generated" \
+    --output-pkg "${MODULE}/pkg/generated" \
+    --boilerplate "${BOILERPLATE}" \
+    "${REPO_ROOT}/apis"
+
+echo "Generating CRD manifests"
+# Remove old CRDs first so that a deleted kind does not leave its file behind.
+find "${REPO_ROOT}/manifests/crd" -maxdepth 1 -name '*.yaml' ! -name kustomization.yaml -delete
+go tool -modfile="${TOOLS_DIR}/go.mod" controller-gen \
+    crd \
+    paths=./apis/... \
+    output:crd:artifacts:config=manifests/crd
