@@ -28,7 +28,7 @@ type checkFunc struct {
 	check func(*http.Request) error
 }
 
-func (c checkFunc) Name() string                    { return c.name }
+func (c checkFunc) Name() string                  { return c.name }
 func (c checkFunc) Check(req *http.Request) error { return c.check(req) }
 
 var ping = checkFunc{name: "ping", check: func(*http.Request) error { return nil }}

@@ -1,0 +1,72 @@
+package app
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func testRegistry() Registry {
+	noop := func(context.Context, ControllerContext) (Controller, error) { return nil, nil }
+	return Registry{
+		{Name: "app", New: noop},
+		{Name: "ingress", Aliases: []string{"ingress-manager"}, New: noop},
+		{Name: "pipeline", New: noop},
+		{Name: "cleanup", DisabledByDefault: true, New: noop},
+	}
+}
+
+func TestEnabledControllers(t *testing.T) {
+	cases := []struct {
+		name      string
+		requested []string
+		want      []string
+		wantErr   string
+	}{
+		{name: "star enables defaults only", requested: []string{"*"}, want: []string{"app", "ingress", "pipeline"}},
+		{name: "star plus disabled-by-default", requested: []string{"*", "cleanup"}, want: []string{"app", "ingress", "pipeline", "cleanup"}},
+		{name: "star minus one", requested: []string{"*", "-app"}, want: []string{"ingress", "pipeline"}},
+		{name: "explicit list without star", requested: []string{"ingress", "cleanup"}, want: []string{"ingress", "cleanup"}},
+		{name: "nothing", requested: nil, want: nil},
+		{name: "only disables", requested: []string{"-app"}, want: nil},
+		{name: "first mention wins (enable first)", requested: []string{"app", "-app"}, want: []string{"app"}},
+		{name: "first mention wins (disable first)", requested: []string{"-app", "*", "app"}, want: []string{"ingress", "pipeline"}},
+		{name: "alias resolves", requested: []string{"ingress-manager"}, want: []string{"ingress"}},
+		{name: "disabling an alias disables the canonical", requested: []string{"-ingress-manager", "*"}, want: []string{"app", "pipeline"}},
+		{name: "alias and canonical share first-mention", requested: []string{"-ingress-manager", "ingress"}, want: nil},
+		{name: "unknown name", requested: []string{"*", "nope"}, wantErr: `unknown controller "nope" in --controllers; known controllers: app, cleanup, ingress, pipeline`},
+		{name: "unknown disabled name", requested: []string{"-nope"}, wantErr: `unknown controller "-nope"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := testRegistry().Enabled(tc.requested)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, d := range got {
+				names = append(names, d.Name)
+			}
+			if !reflect.DeepEqual(names, tc.want) {
+				t.Errorf("enabled = %v, want %v", names, tc.want)
+			}
+		})
+	}
+}
+
+func TestRegistryRejectsDuplicateNames(t *testing.T) {
+	r := append(testRegistry(), ControllerDescriptor{Name: "other", Aliases: []string{"app"}, New: testRegistry()[0].New})
+	if err := r.validate(); err == nil {
+		t.Fatal("duplicate alias accepted")
+	}
+	if err := NewRegistry().validate(); err != nil {
+		t.Fatalf("the real registry is invalid: %v", err)
+	}
+}

@@ -1,0 +1,139 @@
+package ingress
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ndsl/controller-manager/pkg/controller"
+)
+
+func service(annotations map[string]string, ports ...int32) *corev1.Service {
+	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "shop", Name: "web", UID: "svc-uid", Annotations: annotations,
+	}}
+	for _, p := range ports {
+		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Port: p})
+	}
+	return s
+}
+
+func TestWantsIngress(t *testing.T) {
+	for value, want := range map[string]bool{"": true, "true": true, "yes": true, "false": false} {
+		if got := wantsIngress(service(map[string]string{AnnotationEnabled: value})); got != want {
+			t.Errorf("%s=%q: wants = %v, want %v", AnnotationEnabled, value, got, want)
+		}
+	}
+	if wantsIngress(service(nil)) {
+		t.Error("Service without the annotation wants an Ingress")
+	}
+}
+
+func TestDesiredIngress(t *testing.T) {
+	cases := []struct {
+		name        string
+		annotations map[string]string
+		opts        Options
+		ports       []int32
+		wantHost    string
+		wantClass   string // "" means nil
+		wantPath    networkingv1.PathType
+		wantTLS     string
+		wantErr     string
+	}{
+		{name: "defaults from flags", opts: Options{DefaultDomain: "example.com", DefaultClass: "nginx"}, ports: []int32{8080, 9090},
+			wantHost: "web.shop.example.com", wantClass: "nginx", wantPath: networkingv1.PathTypePrefix},
+		{name: "no domain, no class", ports: []int32{80}, wantPath: networkingv1.PathTypePrefix},
+		{name: "annotations override flags", ports: []int32{80}, opts: Options{DefaultDomain: "example.com", DefaultClass: "nginx"},
+			annotations: map[string]string{AnnotationHost: "shop.test", AnnotationClass: "traefik", AnnotationPathType: "Exact", AnnotationTLSSecret: "shop-tls"},
+			wantHost: "shop.test", wantClass: "traefik", wantPath: networkingv1.PathTypeExact, wantTLS: "shop-tls"},
+		{name: "bad path type", ports: []int32{80}, annotations: map[string]string{AnnotationPathType: "Regex"}, wantErr: "must be Prefix, Exact or ImplementationSpecific"},
+		{name: "no ports", wantErr: "no ports"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := service(tc.annotations, tc.ports...)
+			ing, err := desiredIngress(svc, tc.opts)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ing.Name != "web" || ing.Namespace != "shop" {
+				t.Errorf("name = %s/%s", ing.Namespace, ing.Name)
+			}
+			if !controller.IsControlledBy(ing, svc) {
+				t.Error("Ingress is not controlled by its Service")
+			}
+			if ing.Labels[controller.ManagedByLabel] != controller.ManagedByValue {
+				t.Error("managed-by label missing")
+			}
+			rule := ing.Spec.Rules[0]
+			if rule.Host != tc.wantHost {
+				t.Errorf("host = %q, want %q", rule.Host, tc.wantHost)
+			}
+			path := rule.HTTP.Paths[0]
+			if path.Path != "/" || *path.PathType != tc.wantPath {
+				t.Errorf("path = %s %s", path.Path, *path.PathType)
+			}
+			if b := path.Backend.Service; b.Name != "web" || b.Port.Number != tc.ports[0] {
+				t.Errorf("backend = %s:%d, want web:%d", b.Name, b.Port.Number, tc.ports[0])
+			}
+			gotClass := ""
+			if ing.Spec.IngressClassName != nil {
+				gotClass = *ing.Spec.IngressClassName
+			}
+			if gotClass != tc.wantClass {
+				t.Errorf("class = %q, want %q", gotClass, tc.wantClass)
+			}
+			gotTLS := ""
+			if len(ing.Spec.TLS) == 1 {
+				gotTLS = ing.Spec.TLS[0].SecretName
+				if tc.wantHost != "" && ing.Spec.TLS[0].Hosts[0] != tc.wantHost {
+					t.Errorf("TLS hosts = %v", ing.Spec.TLS[0].Hosts)
+				}
+			}
+			if gotTLS != tc.wantTLS {
+				t.Errorf("TLS secret = %q, want %q", gotTLS, tc.wantTLS)
+			}
+		})
+	}
+}
+
+func TestNeedsUpdate(t *testing.T) {
+	desired, err := desiredIngress(service(nil, 80), Options{DefaultDomain: "example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := desired.DeepCopy()
+	same.Labels["someone-else"] = "added"               // not ours: no drift
+	same.Annotations = map[string]string{"note": "hi"} // not ours: no drift
+	class := "defaulted-by-admission"
+	same.Spec.IngressClassName = &class // desired leaves the class to the cluster
+	if needsUpdate(desired, same) {
+		t.Error("fields this controller does not set counted as drift")
+	}
+
+	drifted := desired.DeepCopy()
+	drifted.Spec.Rules[0].Host = "hand.edited"
+	if !needsUpdate(desired, drifted) {
+		t.Error("hand-edited host not detected")
+	}
+	updated := applyDesired(desired, drifted)
+	if needsUpdate(desired, updated) || updated.Spec.Rules[0].Host != "web.shop.example.com" {
+		t.Error("applyDesired did not put the host back")
+	}
+
+	noLabel := desired.DeepCopy()
+	delete(noLabel.Labels, controller.ManagedByLabel)
+	if !needsUpdate(desired, noLabel) {
+		t.Error("missing managed-by label not detected")
+	}
+}

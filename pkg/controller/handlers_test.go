@@ -1,0 +1,147 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+func drain(q Queue) []Key {
+	var keys []Key
+	for q.Len() > 0 {
+		k, _ := q.Get()
+		q.Done(k)
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+func svc(name, rv string) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+}
+
+func ownedDeployment(name, rv, ownerAPIVersion, ownerKind, ownerName string) *appsv1.Deployment {
+	yes := true
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "ns", Name: name, ResourceVersion: rv,
+		OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: ownerAPIVersion, Kind: ownerKind, Name: ownerName, UID: types.UID(ownerName), Controller: &yes,
+		}},
+	}}
+}
+
+func TestEnqueueObject(t *testing.T) {
+	q := fastQueue()
+	h := EnqueueObject(q)
+	h.OnAdd(svc("a", "1"), false)
+	h.OnUpdate(svc("b", "1"), svc("b", "1")) // resyncs of the primary resource are kept
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: svc("c", "1")})
+	h.OnDelete("not an object") // ignored, no panic
+	got := drain(q)
+	want := []Key{{Namespace: "ns", Name: "a"}, {Namespace: "ns", Name: "b"}, {Namespace: "ns", Name: "c"}}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("key %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestEnqueueObjectIfEnqueuesWhenEitherSideMatches(t *testing.T) {
+	q := fastQueue()
+	annotated := func(o metav1.Object) bool { return o.GetAnnotations()["x"] == "y" }
+	h := EnqueueObjectIf(q, annotated)
+	plain := svc("a", "1")
+	marked := svc("a", "2")
+	marked.Annotations = map[string]string{"x": "y"}
+	h.OnAdd(plain, false)
+	if n := q.Len(); n != 0 {
+		t.Fatalf("unmatched add enqueued %d keys", n)
+	}
+	h.OnUpdate(marked, plain) // the annotation was removed: clean up once
+	if got := drain(q); len(got) != 1 {
+		t.Fatalf("update that lost the match: got %v, want one key", got)
+	}
+}
+
+func TestEnqueueControllerOf(t *testing.T) {
+	q := fastQueue()
+	h := EnqueueControllerOf(q, schema.GroupKind{Group: "ingress.example.com", Kind: "App"}, false)
+	h.OnAdd(ownedDeployment("d1", "1", "ingress.example.com/v1beta1", "App", "app1"), false)
+	h.OnAdd(ownedDeployment("d2", "1", "apps/v1", "ReplicaSet", "rs"), false) // other kind: ignored
+	h.OnAdd(svc("no-owner", "1"), false)                                      // no owner: ignored
+	h.OnUpdate(ownedDeployment("d1", "5", "ingress.example.com/v1beta1", "App", "app1"),
+		ownedDeployment("d1", "5", "ingress.example.com/v1beta1", "App", "app1")) // resync: skipped
+	h.OnDelete(cache.DeletedFinalStateUnknown{Obj: ownedDeployment("d3", "1", "ingress.example.com/v1", "App", "app3")})
+	got := drain(q)
+	want := []Key{{Namespace: "ns", Name: "app1"}, {Namespace: "ns", Name: "app3"}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+
+	cluster := EnqueueControllerOf(q, schema.GroupKind{Group: "distri-infer.ndsl.cn", Kind: "Pipeline"}, true)
+	cluster.OnAdd(ownedDeployment("step", "1", "distri-infer.ndsl.cn/v1beta1", "Pipeline", "p"), false)
+	if got := drain(q); len(got) != 1 || got[0] != (Key{Name: "p"}) {
+		t.Fatalf("cluster-scoped owner: got %v, want [p]", got)
+	}
+}
+
+func TestEnqueueMappedReachesOldAndNewTargets(t *testing.T) {
+	q := fastQueue()
+	h := EnqueueMapped(q, func(o metav1.Object) []Key {
+		return []Key{{Name: o.GetLabels()["target"]}}
+	})
+	oldObj, newObj := svc("a", "1"), svc("a", "2")
+	oldObj.Labels = map[string]string{"target": "old"}
+	newObj.Labels = map[string]string{"target": "new"}
+	h.OnUpdate(oldObj, newObj)
+	got := drain(q)
+	if len(got) != 2 || got[0].Name != "old" || got[1].Name != "new" {
+		t.Fatalf("got %v, want [old new]", got)
+	}
+}
+
+func TestTrySendDoesNotBlockAndForwardEvents(t *testing.T) {
+	ch := make(chan Key, 1)
+	if !TrySend(ch, Key{Name: "tick"}) {
+		t.Fatal("first send into an empty channel failed")
+	}
+	if TrySend(ch, Key{Name: "tick"}) {
+		t.Fatal("second send into a full channel should have been dropped")
+	}
+	q := fastQueue()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { ForwardEvents(ctx, ch, q); close(done) }()
+	waitFor(t, "forwarded key", func() bool { return q.Len() == 1 })
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("ForwardEvents did not stop with its context")
+	}
+}
+
+func TestIsControlledBy(t *testing.T) {
+	owner := &metav1.ObjectMeta{Name: "app1", UID: "app1"}
+	other := &metav1.ObjectMeta{Name: "app1", UID: "recycled"}
+	d := ownedDeployment("d", "1", "ingress.example.com/v1beta1", "App", "app1")
+	if !IsControlledBy(d, owner) {
+		t.Error("controlled object not recognised")
+	}
+	if IsControlledBy(d, other) {
+		t.Error("same name, other UID must not count as owner")
+	}
+	if IsControlledBy(svc("x", "1"), owner) {
+		t.Error("object without owner references counted as controlled")
+	}
+}
