@@ -1,0 +1,152 @@
+// Package framework runs the controller manager in-process against the
+// local control plane for integration tests, and counts what it writes.
+package framework
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+)
+
+// Manager is a controller manager running in this test process.
+type Manager struct {
+	*app.Manager
+	cancel context.CancelFunc
+	done   chan error
+	// Writes counts the manager's write requests.
+	Writes *WriteCounter
+	URL    string
+}
+
+// StartManager runs the manager against cfg (copied, with a write counter)
+// until the test ends. By default leader election is off and the HTTP
+// server listens on a free loopback port; mutate changes the options.
+func StartManager(t testing.TB, cfg *rest.Config, mutate func(*options.Options)) *Manager {
+	t.Helper()
+	opts := options.NewOptions()
+	opts.LeaderElection.LeaderElect = false
+	opts.Generic.HTTPAddress = "127.0.0.1:0"
+	opts.Generic.ShutdownTimeout = 10 * time.Second
+	if mutate != nil {
+		mutate(opts)
+	}
+	counted, writes := CountWrites(cfg)
+
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	m, err := app.NewManager(ctx, opts, app.NewRegistry(), app.WithRESTConfig(counted))
+	if err != nil {
+		cancel()
+		t.Fatalf("building the manager: %v", err)
+	}
+	tm := &Manager{Manager: m, cancel: cancel, done: make(chan error, 1), Writes: writes,
+		URL: "http://" + m.HTTPAddr().String()}
+	go func() { tm.done <- m.Run(ctx) }()
+	t.Cleanup(func() { _ = tm.Stop() })
+	return tm
+}
+
+// Stop cancels the manager as SIGTERM would and returns what Run returned.
+func (m *Manager) Stop() error {
+	m.cancel()
+	select {
+	case err, ok := <-m.done:
+		if ok {
+			close(m.done)
+		}
+		return err
+	case <-time.After(time.Minute):
+		return fmt.Errorf("manager did not stop within a minute")
+	}
+}
+
+// Get fetches a path from the manager's HTTP server.
+func (m *Manager) Get(path string) (int, string, error) {
+	resp, err := http.Get(m.URL + path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// WriteCounter counts requests that change something on the API server.
+type WriteCounter struct {
+	mu     sync.Mutex
+	total  int
+	byPath map[string]int
+}
+
+// Total is the number of writes so far.
+func (c *WriteCounter) Total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.total
+}
+
+// Summary lists writes by method and path, for failure messages.
+func (c *WriteCounter) Summary() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var b strings.Builder
+	for k, n := range c.byPath {
+		fmt.Fprintf(&b, "%d× %s\n", n, k)
+	}
+	return b.String()
+}
+
+// CountWrites returns a copy of cfg whose transport counts every POST, PUT,
+// PATCH and DELETE.
+func CountWrites(cfg *rest.Config) (*rest.Config, *WriteCounter) {
+	c := &WriteCounter{byPath: map[string]int{}}
+	out := rest.CopyConfig(cfg)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			switch req.Method {
+			case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+				c.mu.Lock()
+				c.total++
+				c.byPath[req.Method+" "+req.URL.Path]++
+				c.mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	return out, c
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// Eventually polls cond every 100ms until it returns true, failing the test
+// with msg after timeout. cond's error is reported, not fatal, while polling.
+func Eventually(t testing.TB, timeout time.Duration, msg string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	var lastErr error
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true,
+		func(ctx context.Context) (bool, error) {
+			ok, err := cond(ctx)
+			if err != nil {
+				lastErr = err
+				return false, nil
+			}
+			return ok, nil
+		})
+	if err != nil {
+		t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, msg, lastErr)
+	}
+}

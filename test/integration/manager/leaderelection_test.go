@@ -1,0 +1,78 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/test/integration/framework"
+)
+
+func leading(t *testing.T, m *framework.Manager) bool {
+	t.Helper()
+	status, body, err := m.Get("/debug/controllers")
+	if err != nil || status != 200 {
+		t.Fatalf("GET /debug/controllers: %d %v", status, err)
+	}
+	var debug struct {
+		Leading bool `json:"leading"`
+	}
+	if err := json.Unmarshal([]byte(body), &debug); err != nil {
+		t.Fatal(err)
+	}
+	return debug.Leading
+}
+
+// With the default lease duration (15 s), a takeover within 5 s is only
+// possible because the leader releases its Lease when it stops.
+func TestOnlyOneLeadsAndReleaseOnCancelHandsOverFast(t *testing.T) {
+	ctx := context.Background()
+	ns := framework.CreateNamespace(t, cp.Client)
+	withElection := func(o *options.Options) {
+		o.LeaderElection.LeaderElect = true
+		o.LeaderElection.ResourceNamespace = ns
+		o.LeaderElection.ResourceName = "handover-test"
+	}
+
+	first := framework.StartManager(t, cp.Config, withElection)
+	framework.Eventually(t, 30*time.Second, "the first manager to lead", func(context.Context) (bool, error) {
+		return leading(t, first), nil
+	})
+	second := framework.StartManager(t, cp.Config, withElection)
+
+	// The second manager keeps trying every retry period (2 s); over three
+	// periods it must never lead while the first holds the Lease.
+	deadline := time.Now().Add(6 * time.Second)
+	for time.Now().Before(deadline) {
+		if leading(t, second) {
+			t.Fatal("two managers lead at once")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	lease, err := cp.Client.CoordinationV1().Leases(ns).Get(ctx, "handover-test", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstHolder := *lease.Spec.HolderIdentity
+
+	stopped := time.Now()
+	if err := first.Stop(); err != nil {
+		t.Fatalf("a clean shutdown returned %v, want nil", err)
+	}
+	framework.Eventually(t, 5*time.Second, "the second manager to take over within 5 s", func(context.Context) (bool, error) {
+		return leading(t, second), nil
+	})
+	t.Logf("takeover %s after the leader was cancelled", time.Since(stopped).Round(10*time.Millisecond))
+
+	lease, err = cp.Client.CoordinationV1().Leases(ns).Get(ctx, "handover-test", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == firstHolder {
+		t.Errorf("Lease holder = %v, want the second manager", lease.Spec.HolderIdentity)
+	}
+}
