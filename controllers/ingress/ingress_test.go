@@ -49,7 +49,7 @@ func TestDesiredIngress(t *testing.T) {
 		{name: "no domain, no class", ports: []int32{80}, wantPath: networkingv1.PathTypePrefix},
 		{name: "annotations override flags", ports: []int32{80}, opts: Options{DefaultDomain: "example.com", DefaultClass: "nginx"},
 			annotations: map[string]string{AnnotationHost: "shop.test", AnnotationClass: "traefik", AnnotationPathType: "Exact", AnnotationTLSSecret: "shop-tls"},
-			wantHost: "shop.test", wantClass: "traefik", wantPath: networkingv1.PathTypeExact, wantTLS: "shop-tls"},
+			wantHost:    "shop.test", wantClass: "traefik", wantPath: networkingv1.PathTypeExact, wantTLS: "shop-tls"},
 		{name: "bad path type", ports: []int32{80}, annotations: map[string]string{AnnotationPathType: "Regex"}, wantErr: "must be Prefix, Exact or ImplementationSpecific"},
 		{name: "no ports", wantErr: "no ports"},
 	}
@@ -113,7 +113,7 @@ func TestNeedsUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	same := desired.DeepCopy()
-	same.Labels["someone-else"] = "added"               // not ours: no drift
+	same.Labels["someone-else"] = "added"              // not ours: no drift
 	same.Annotations = map[string]string{"note": "hi"} // not ours: no drift
 	class := "defaulted-by-admission"
 	same.Spec.IngressClassName = &class // desired leaves the class to the cluster

@@ -47,3 +47,10 @@ func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
 	}
 	return cfg, nil
 }
+
+// jsonConfig switches a config to JSON, the only encoding custom resources have.
+func jsonConfig(cfg *rest.Config) *rest.Config {
+	cfg.ContentType = "application/json"
+	cfg.AcceptContentTypes = "application/json"
+	return cfg
+}

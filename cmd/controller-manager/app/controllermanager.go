@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -30,6 +31,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
+	crdscheme "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/scheme"
+	crdinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions"
 )
 
 // Manager is a configured controller manager, ready to Run.
@@ -208,6 +212,14 @@ func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
 		metadatainformer.WithTransform(stripManagedFields))
 	cc.MetadataInformerFactory = metadataFactory
 
+	crdClient, err := versioned.NewForConfig(jsonConfig(cc.ClientConfig("shared-informers")))
+	if err != nil {
+		return cc, nil, fmt.Errorf("building the custom resource informers' client: %w", err)
+	}
+	crdFactory := crdinformers.NewSharedInformerFactoryWithOptions(crdClient, resync,
+		crdinformers.WithTransform(stripManagedFields))
+	cc.CRDInformerFactory = crdFactory
+
 	factories := []factory{
 		{
 			start:       kubeFactory.Start,
@@ -218,6 +230,11 @@ func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
 			start:       metadataFactory.Start,
 			waitForSync: func(stop <-chan struct{}) bool { return allSynced(metadataFactory.WaitForCacheSync(stop)) },
 			shutdown:    metadataFactory.Shutdown,
+		},
+		{
+			start:       crdFactory.Start,
+			waitForSync: func(stop <-chan struct{}) bool { return allSynced(crdFactory.WaitForCacheSync(stop)) },
+			shutdown:    crdFactory.Shutdown,
 		},
 	}
 	return cc, factories, nil
@@ -251,9 +268,13 @@ func resyncPeriod(minPeriod time.Duration) time.Duration {
 	return time.Duration(float64(minPeriod) * (1 + rand.Float64()))
 }
 
-// Scheme resolves the kinds of the objects events are recorded on; the
-// generated clientsets of our CRDs add their types to it.
+// Scheme resolves the kinds of the objects events are recorded on: the
+// built-in types plus this project's own.
 var Scheme = scheme.Scheme
+
+func init() {
+	utilruntime.Must(crdscheme.AddToScheme(Scheme))
+}
 
 // ErrLeaderElectionLost is returned by Run when the lease was lost while
 // leading; the process must exit non-zero and let a fresh start compete again.

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
+	crdinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions"
 )
 
 // Controller is what a constructor returns: something that runs until its
@@ -42,6 +44,9 @@ type ControllerContext struct {
 	// MetadataInformerFactory is the one shared metadata-only factory, for
 	// controllers that need no more than object metadata.
 	MetadataInformerFactory metadatainformer.SharedInformerFactory
+	// CRDInformerFactory is the one shared factory for this project's own
+	// API groups (App, Pipeline).
+	CRDInformerFactory crdinformers.SharedInformerFactory
 	// Options holds every controller's options.
 	Options *options.Options
 
@@ -57,6 +62,12 @@ func (c ControllerContext) ClientConfig(controller string) *rest.Config {
 // KubeClient returns a clientset for the named controller.
 func (c ControllerContext) KubeClient(controller string) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(c.ClientConfig(controller))
+}
+
+// CRDClient returns a clientset for this project's own API groups, for the
+// named controller. Custom resources speak JSON, never protobuf.
+func (c ControllerContext) CRDClient(controller string) (versioned.Interface, error) {
+	return versioned.NewForConfig(jsonConfig(c.ClientConfig(controller)))
 }
 
 // EventRecorder returns a recorder whose events name the controller as their source.
