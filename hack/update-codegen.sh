@@ -16,6 +16,8 @@ MODULE="github.com/ndsl/controller-manager"
 BOILERPLATE="${REPO_ROOT}/hack/boilerplate.go.txt"
 
 cd "${REPO_ROOT}"
+# The tools module stands alone; a go.work above it must not interfere.
+export GOWORK=off
 # kube_codegen.sh greps these for stale files before generating into them.
 mkdir -p pkg/generated/{applyconfiguration,clientset,listers,informers}
 

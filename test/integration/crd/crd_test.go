@@ -1,0 +1,588 @@
+// Package crd tests the generated CustomResourceDefinitions against a real
+// kube-apiserver: the samples in manifests/samples are accepted and
+// defaulted, and invalid objects are rejected with the OpenAPI or CEL
+// message their markers promise.
+package crd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	appapply "github.com/ndsl/controller-manager/pkg/generated/applyconfiguration/app/v1beta1"
+	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
+	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
+)
+
+// namespace holds the Apps; kube-apiserver creates it at startup.
+const namespace = "default"
+
+var (
+	appsGVR             = appv1beta1.SchemeGroupVersion.WithResource("apps")
+	pipelinesV1beta1GVR = pipelinev1beta1.SchemeGroupVersion.WithResource("pipelines")
+	pipelinesV1GVR      = pipelinev1.SchemeGroupVersion.WithResource("pipelines")
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	os.Exit(controlplane.RunMain(m, controlplane.Options{}, func(c *controlplane.ControlPlane) { cp = c }))
+}
+
+// clients are what the tests talk to the API server with.
+type clients struct {
+	typed   versioned.Interface
+	dynamic dynamic.Interface
+}
+
+// TestCRDs installs the CRDs once and runs every case against them.
+func TestCRDs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	installCRDs(ctx, t)
+	typed, err := versioned.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := clients{typed: typed, dynamic: dyn}
+	waitServed(ctx, t, c.dynamic, appsGVR, pipelinesV1beta1GVR, pipelinesV1GVR)
+
+	t.Run("AppSample", func(t *testing.T) { testAppSample(ctx, t, c) })
+	t.Run("AppApplyKeepsZeroReplicas", func(t *testing.T) { testAppApply(ctx, t, c) })
+	t.Run("PipelineV1beta1Sample", func(t *testing.T) { testPipelineV1beta1Sample(ctx, t, c) })
+	t.Run("PipelineV1Sample", func(t *testing.T) { testPipelineV1Sample(ctx, t, c) })
+	t.Run("PipelineStatusAndColumns", func(t *testing.T) { testPipelineStatusAndColumns(ctx, t, c) })
+	t.Run("InvalidApps", func(t *testing.T) { testInvalidApps(ctx, t, c) })
+	t.Run("InvalidPipelines", func(t *testing.T) { testInvalidPipelines(ctx, t, c) })
+}
+
+// TestPipelineVersionsShareSchema guards the "None" conversion strategy: it is
+// only correct while v1 and v1beta1 have the same schema.
+func TestPipelineVersionsShareSchema(t *testing.T) {
+	crd := readCRD(t, "distri-infer.ndsl.cn_pipelines.yaml")
+	if got := crd.Spec.Conversion; got != nil && got.Strategy != apiextensionsv1.NoneConverter {
+		t.Fatalf("conversion strategy = %q, want None", got.Strategy)
+	}
+	schemas := map[string]*apiextensionsv1.CustomResourceValidation{}
+	storage := ""
+	for _, v := range crd.Spec.Versions {
+		schemas[v.Name] = v.Schema
+		if v.Storage {
+			storage = v.Name
+		}
+	}
+	if storage != "v1beta1" {
+		t.Errorf("storage version = %q, want v1beta1", storage)
+	}
+	if schemas["v1"] == nil || schemas["v1beta1"] == nil {
+		t.Fatalf("want versions v1 and v1beta1 with schemas, have %v", schemas)
+	}
+	if !apiequality.Semantic.DeepEqual(schemas["v1"], schemas["v1beta1"]) {
+		t.Errorf("v1 and v1beta1 schemas differ; a conversion strategy other than None would be needed")
+	}
+}
+
+func testAppSample(ctx context.Context, t *testing.T, c clients) {
+	sample := readSample(t, "app.yaml")
+	if _, err := c.dynamic.Resource(appsGVR).Namespace(namespace).Create(ctx, sample, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the App sample: %v", err)
+	}
+	app, err := c.typed.AppV1beta1().Apps(namespace).Get(ctx, sample.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := appv1beta1.AppSpec{
+		Image:         "nginx:latest",
+		Replicas:      ptr.To[int32](3),
+		EnableService: true,
+		EnableIngress: false,
+		Port:          80, // defaulted
+	}
+	if !apiequality.Semantic.DeepEqual(app.Spec, want) {
+		t.Errorf("spec = %+v, want %+v", app.Spec, want)
+	}
+}
+
+// testAppApply creates an App with server-side apply through the generated
+// apply configurations, without replicas and then with replicas 0.
+func testAppApply(ctx context.Context, t *testing.T, c clients) {
+	apps := c.typed.AppV1beta1().Apps(namespace)
+	opts := metav1.ApplyOptions{FieldManager: "crd-test", Force: true}
+	app, err := apps.Apply(ctx, appapply.App("applied", namespace).WithSpec(appapply.AppSpec().WithImage("nginx:latest")), opts)
+	if err != nil {
+		t.Fatalf("applying an App: %v", err)
+	}
+	if got := ptr.Deref(app.Spec.Replicas, -1); got != 1 {
+		t.Errorf("defaulted replicas = %d, want 1", got)
+	}
+	app, err = apps.Apply(ctx, appapply.App("applied", namespace).WithSpec(appapply.AppSpec().WithImage("nginx:latest").WithReplicas(0)), opts)
+	if err != nil {
+		t.Fatalf("applying an App with replicas 0: %v", err)
+	}
+	if got := ptr.Deref(app.Spec.Replicas, -1); got != 0 {
+		t.Errorf("replicas = %d after applying 0, want 0", got)
+	}
+}
+
+func testPipelineV1beta1Sample(ctx context.Context, t *testing.T, c clients) {
+	sample := readSample(t, "pipeline-v1beta1.yaml")
+	if _, err := c.dynamic.Resource(pipelinesV1beta1GVR).Create(ctx, sample, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the v1beta1 Pipeline sample: %v", err)
+	}
+	t.Cleanup(func() { deletePipeline(t, c, sample.GetName()) })
+
+	p, err := c.typed.PipelineV1beta1().Pipelines().Get(ctx, sample.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := pipelinev1beta1.PipelineSpec{
+		Steps: []pipelinev1beta1.PipelineStep{{
+			Model:    "facedetection-1",
+			Image:    "nginx:latest",
+			Location: "xx-test-node236",
+			Replicas: ptr.To[int32](1), // defaulted
+			Args:     map[string]string{"listenPort": "9080"},
+		}, {
+			Model:    "facedetection-2",
+			Image:    "nginx:latest",
+			Location: "xx-test-node239",
+			Replicas: ptr.To[int32](1), // defaulted
+			Args:     map[string]string{},
+		}},
+		ListenPort: 9080, // defaulted
+		ModelStorage: pipelinev1beta1.ModelStorage{
+			Type:         pipelinev1beta1.StorageTypeNFS,
+			CSIParameter: &pipelinev1beta1.CSIParameter{Server: "192.168.20.235", Share: "/home/aiedge/csiTest"},
+			Size:         ptr.To(resource.MustParse("10Gi")), // defaulted
+		},
+	}
+	if !apiequality.Semantic.DeepEqual(p.Spec, want) {
+		t.Errorf("spec = %s, want %s", toJSON(p.Spec), toJSON(want))
+	}
+
+	// With the None strategy the same object is served as v1 unchanged.
+	p1, err := c.typed.PipelineV1().Pipelines().Get(ctx, sample.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading the v1beta1 Pipeline as v1: %v", err)
+	}
+	if got, want := toJSON(p1.Spec), toJSON(p.Spec); got != want {
+		t.Errorf("v1 spec = %s, want the v1beta1 spec %s", got, want)
+	}
+}
+
+func testPipelineV1Sample(ctx context.Context, t *testing.T, c clients) {
+	sample := readSample(t, "pipeline-v1.yaml")
+	if _, err := c.dynamic.Resource(pipelinesV1GVR).Create(ctx, sample, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the v1 Pipeline sample: %v", err)
+	}
+	t.Cleanup(func() { deletePipeline(t, c, sample.GetName()) })
+
+	p, err := c.typed.PipelineV1().Pipelines().Get(ctx, sample.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Spec.Steps) != 2 {
+		t.Fatalf("steps = %s, want 2", toJSON(p.Spec.Steps))
+	}
+	for _, s := range p.Spec.Steps {
+		if got := ptr.Deref(s.Replicas, -1); got != 2 {
+			t.Errorf("step %s replicas = %d, want 2", s.Model, got)
+		}
+		if len(s.Locations) != 1 || s.Locations[0] != "node-a" || s.Location != "" {
+			t.Errorf("step %s location %q, locations %q; want only locations [node-a]", s.Model, s.Location, s.Locations)
+		}
+	}
+	if p.Spec.ListenPort != 9080 {
+		t.Errorf("listenPort = %d, want 9080", p.Spec.ListenPort)
+	}
+	if got := p.Spec.ModelStorage.Size; got == nil || got.Cmp(resource.MustParse("10Gi")) != 0 {
+		t.Errorf("modelStorage.size = %v, want the default 10Gi", got)
+	}
+}
+
+// testPipelineStatusAndColumns writes status through the status subresource
+// and reads the printer columns back as kubectl would.
+func testPipelineStatusAndColumns(ctx context.Context, t *testing.T, c clients) {
+	pipelines := c.typed.PipelineV1beta1().Pipelines()
+	p := &pipelinev1beta1.Pipeline{
+		ObjectMeta: metav1.ObjectMeta{Name: "status-columns"},
+		Spec: pipelinev1beta1.PipelineSpec{
+			Steps: []pipelinev1beta1.PipelineStep{{Model: "m", Image: "nginx:latest"}},
+			ModelStorage: pipelinev1beta1.ModelStorage{
+				Type:         pipelinev1beta1.StorageTypeNFS,
+				CSIParameter: &pipelinev1beta1.CSIParameter{Server: "nfs.example", Share: "/models"},
+			},
+		},
+	}
+	p, err := pipelines.Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating a Pipeline: %v", err)
+	}
+	t.Cleanup(func() { deletePipeline(t, c, p.Name) })
+
+	p.Status = pipelinev1beta1.PipelineStatus{
+		ObservedGeneration: p.Generation,
+		StepCount:          1,
+		Conditions: []metav1.Condition{{
+			Type: pipelinev1beta1.ConditionReady, Status: metav1.ConditionTrue,
+			Reason: pipelinev1beta1.ReasonReady, LastTransitionTime: metav1.Now(),
+		}},
+		Steps:   []pipelinev1beta1.StepStatus{{Model: "m", DeploymentName: "m", ServiceName: "m", Replicas: 1, ReadyReplicas: 1}},
+		Storage: &pipelinev1beta1.StorageStatus{PVName: "pv", PVPhase: "Bound", PVCName: "pvc", PVCPhase: "Bound"},
+	}
+	if _, err := pipelines.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("updating the status: %v", err)
+	}
+
+	raw, err := c.typed.PipelineV1beta1().RESTClient().Get().Resource("pipelines").Name(p.Name).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("getting the Pipeline as a table: %v", err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, col := range table.ColumnDefinitions {
+		names = append(names, col.Name)
+	}
+	if got, want := strings.Join(names, ","), "Name,Steps,Ready,Age"; got != want {
+		t.Fatalf("columns = %s, want %s", got, want)
+	}
+	if len(table.Rows) != 1 {
+		t.Fatalf("rows = %d, want 1", len(table.Rows))
+	}
+	cells := table.Rows[0].Cells
+	if got := fmt.Sprint(cells[:3]); got != "[status-columns 1 True]" {
+		t.Errorf("cells = %s, want [status-columns 1 True]", got)
+	}
+}
+
+// invalidCase is an object that the API server must reject.
+type invalidCase struct {
+	name   string
+	mutate func(obj map[string]any)
+	// want are substrings of the rejection message: the field and the reason.
+	want []string
+}
+
+func testInvalidApps(ctx context.Context, t *testing.T, c clients) {
+	cases := []invalidCase{{
+		name:   "ingress without service",
+		mutate: setField(true, "spec", "enable_ingress").and(setField(false, "spec", "enable_service")),
+		want:   []string{"spec:", "enable_ingress requires enable_service"},
+	}, {
+		name:   "ingress with service left to its default",
+		mutate: setField(true, "spec", "enable_ingress").and(removeField("spec", "enable_service")),
+		want:   []string{"spec:", "enable_ingress requires enable_service"},
+	}, {
+		name:   "empty image",
+		mutate: setField("", "spec", "image"),
+		want:   []string{"spec.image", "should be at least 1 chars long"},
+	}, {
+		name:   "no image",
+		mutate: removeField("spec", "image"),
+		want:   []string{"spec.image", "Required value"},
+	}, {
+		name:   "negative replicas",
+		mutate: setField(int64(-1), "spec", "replicas"),
+		want:   []string{"spec.replicas", "should be greater than or equal to 0"},
+	}, {
+		name:   "port 0",
+		mutate: setField(int64(0), "spec", "port"),
+		want:   []string{"spec.port", "should be greater than or equal to 1"},
+	}, {
+		name:   "port above 65535",
+		mutate: setField(int64(65536), "spec", "port"),
+		want:   []string{"spec.port", "should be less than or equal to 65535"},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := readSample(t, "app.yaml")
+			obj.SetName("invalid")
+			tc.mutate(obj.Object)
+			_, err := c.dynamic.Resource(appsGVR).Namespace(namespace).Create(ctx, obj, metav1.CreateOptions{})
+			expectInvalid(t, err, tc.want...)
+		})
+	}
+}
+
+func testInvalidPipelines(ctx context.Context, t *testing.T, c clients) {
+	cases := []invalidCase{{
+		name:   "duplicate models",
+		mutate: setField("facedetection-1", "spec", "steps", 1, "model"),
+		want:   []string{"spec.steps", "step models must be unique"},
+	}, {
+		name:   "empty steps",
+		mutate: setField([]any{}, "spec", "steps"),
+		want:   []string{"spec.steps", "should have at least 1 items"},
+	}, {
+		name:   "no steps",
+		mutate: removeField("spec", "steps"),
+		want:   []string{"spec.steps", "Required value"},
+	}, {
+		name:   "model not a DNS label",
+		mutate: setField("Face_Detection", "spec", "steps", 0, "model"),
+		want:   []string{"spec.steps[0].model", "should match"},
+	}, {
+		name:   "step without image",
+		mutate: removeField("spec", "steps", 0, "image"),
+		want:   []string{"spec.steps[0].image", "Required value"},
+	}, {
+		name:   "negative step replicas",
+		mutate: setField(int64(-1), "spec", "steps", 0, "replicas"),
+		want:   []string{"spec.steps[0].replicas", "should be greater than or equal to 0"},
+	}, {
+		name:   "listenPort 0",
+		mutate: setField(int64(0), "spec", "listenPort"),
+		want:   []string{"spec.listenPort", "should be greater than or equal to 1"},
+	}, {
+		name:   "namespace not a DNS label",
+		mutate: setField("Not.A.Label", "spec", "namespace"),
+		want:   []string{"spec.namespace", "should match"},
+	}, {
+		name:   "nfs without server",
+		mutate: removeField("spec", "modelStorage", "csiParameter", "server"),
+		want:   []string{"spec.modelStorage", "modelStorage of type nfs requires csiParameter.server and csiParameter.share"},
+	}, {
+		name:   "nfs with empty share",
+		mutate: setField("", "spec", "modelStorage", "csiParameter", "share"),
+		want:   []string{"spec.modelStorage", "modelStorage of type nfs requires csiParameter.server and csiParameter.share"},
+	}, {
+		name:   "nfs without csiParameter",
+		mutate: removeField("spec", "modelStorage", "csiParameter"),
+		want:   []string{"spec.modelStorage", "modelStorage of type nfs requires csiParameter.server and csiParameter.share"},
+	}, {
+		name:   "storage type ceph",
+		mutate: setField("ceph", "spec", "modelStorage", "type"),
+		want:   []string{"spec.modelStorage.type", `Unsupported value: "ceph"`},
+	}, {
+		name:   "no modelStorage",
+		mutate: removeField("spec", "modelStorage"),
+		want:   []string{"spec.modelStorage", "Required value"},
+	}}
+	for _, version := range []struct {
+		sample string
+		gvr    schema.GroupVersionResource
+	}{{"pipeline-v1beta1.yaml", pipelinesV1beta1GVR}, {"pipeline-v1.yaml", pipelinesV1GVR}} {
+		for _, tc := range cases {
+			t.Run(version.gvr.Version+"/"+tc.name, func(t *testing.T) {
+				obj := readSample(t, version.sample)
+				obj.SetName("invalid")
+				tc.mutate(obj.Object)
+				_, err := c.dynamic.Resource(version.gvr).Create(ctx, obj, metav1.CreateOptions{})
+				expectInvalid(t, err, tc.want...)
+			})
+		}
+	}
+}
+
+// expectInvalid fails unless err is an Invalid error whose message contains
+// every one of want.
+func expectInvalid(t *testing.T, err error, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("accepted; want rejected with %q", want)
+	}
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("error %v is not Invalid", err)
+	}
+	t.Logf("rejected: %v", err)
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not contain %q", err, w)
+		}
+	}
+}
+
+// mutation changes an unstructured object in place.
+type mutation func(obj map[string]any)
+
+// and runs m, then next.
+func (m mutation) and(next mutation) mutation {
+	return func(obj map[string]any) { m(obj); next(obj) }
+}
+
+// setField sets the field at path (map keys and slice indexes) to value.
+func setField(value any, path ...any) mutation {
+	return func(obj map[string]any) {
+		parent, last := walk(obj, path)
+		switch p := parent.(type) {
+		case map[string]any:
+			p[last.(string)] = value
+		case []any:
+			p[last.(int)] = value
+		}
+	}
+}
+
+// removeField deletes the map entry at path.
+func removeField(path ...any) mutation {
+	return func(obj map[string]any) {
+		parent, last := walk(obj, path)
+		delete(parent.(map[string]any), last.(string))
+	}
+}
+
+// walk returns the container of the last element of path, and that element.
+func walk(obj map[string]any, path []any) (any, any) {
+	var cur any = obj
+	for _, step := range path[:len(path)-1] {
+		switch s := step.(type) {
+		case string:
+			cur = cur.(map[string]any)[s]
+		case int:
+			cur = cur.([]any)[s]
+		}
+	}
+	return cur, path[len(path)-1]
+}
+
+// installCRDs creates the CRDs listed in manifests/crd/kustomization.yaml and
+// waits until they are established.
+func installCRDs(ctx context.Context, t *testing.T) {
+	t.Helper()
+	cs, err := apiextensionsclient.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kustomization struct {
+		Resources []string `json:"resources"`
+	}
+	if err := yaml.Unmarshal(readFile(t, "manifests", "crd", "kustomization.yaml"), &kustomization); err != nil {
+		t.Fatal(err)
+	}
+	if len(kustomization.Resources) == 0 {
+		t.Fatal("manifests/crd/kustomization.yaml lists no resources")
+	}
+	for _, file := range kustomization.Resources {
+		crd := readCRD(t, file)
+		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating CRD %s: %v", crd.Name, err)
+		}
+		err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == apiextensionsv1.NamesAccepted && cond.Status == apiextensionsv1.ConditionFalse {
+					return false, fmt.Errorf("names of CRD %s not accepted: %s", crd.Name, cond.Message)
+				}
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("waiting for CRD %s to be established: %v", crd.Name, err)
+		}
+	}
+}
+
+// waitServed waits until every resource can be listed: a CRD is served a
+// moment after it is established.
+func waitServed(ctx context.Context, t *testing.T, dyn dynamic.Interface, gvrs ...schema.GroupVersionResource) {
+	t.Helper()
+	for _, gvr := range gvrs {
+		err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			_, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+			return err == nil, nil
+		})
+		if err != nil {
+			t.Fatalf("waiting for %s to be served: %v", gvr, err)
+		}
+	}
+}
+
+// deletePipeline deletes a Pipeline and waits until it is gone, so that a
+// later test can reuse its name.
+func deletePipeline(t *testing.T, c clients, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pipelines := c.typed.PipelineV1beta1().Pipelines()
+	if err := pipelines.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("deleting Pipeline %s: %v", name, err)
+		return
+	}
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := pipelines.Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Errorf("waiting for Pipeline %s to be gone: %v", name, err)
+	}
+}
+
+func readCRD(t *testing.T, file string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(readFile(t, "manifests", "crd", file), &crd); err != nil {
+		t.Fatalf("parsing %s: %v", file, err)
+	}
+	return &crd
+}
+
+// readSample returns a sample from manifests/samples exactly as written.
+func readSample(t *testing.T, file string) *unstructured.Unstructured {
+	t.Helper()
+	b, err := yaml.YAMLToJSON(readFile(t, "manifests", "samples", file))
+	if err != nil {
+		t.Fatalf("parsing %s: %v", file, err)
+	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(b); err != nil { // integers stay int64
+		t.Fatalf("parsing %s: %v", file, err)
+	}
+	return obj
+}
+
+func readFile(t *testing.T, path ...string) []byte {
+	t.Helper()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(append([]string{root}, path...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func toJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
