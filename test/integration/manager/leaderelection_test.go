@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,9 @@ func TestOnlyOneLeadsAndReleaseOnCancelHandsOverFast(t *testing.T) {
 	framework.Eventually(t, 30*time.Second, "the first manager to lead", func(context.Context) (bool, error) {
 		return leading(t, first), nil
 	})
+	if _, body, err := first.Get("/metrics"); err != nil || !strings.Contains(body, `leader_election_master_status{name="handover-test"} 1`) {
+		t.Errorf("the leader's /metrics lacks leader_election_master_status = 1 (err %v)", err)
+	}
 	second := framework.StartManager(t, cp.Config, withElection)
 
 	// The second manager keeps trying every retry period (2 s); over three
