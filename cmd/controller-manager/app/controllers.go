@@ -3,6 +3,9 @@ package app
 import (
 	"context"
 
+	"k8s.io/client-go/metadata"
+
+	"github.com/ndsl/controller-manager/controllers/cleanup"
 	"github.com/ndsl/controller-manager/controllers/ingress"
 )
 
@@ -13,6 +16,11 @@ func NewRegistry() Registry {
 			Name:    ingress.ControllerName,
 			Aliases: []string{"ingress-manager"},
 			New:     newIngressController,
+		},
+		{
+			Name:              cleanup.ControllerName,
+			DisabledByDefault: true,
+			New:               newCleanupController,
 		},
 	}
 }
@@ -29,4 +37,18 @@ func newIngressController(ctx context.Context, cc ControllerContext) (Controller
 		cc.EventRecorder(ingress.ControllerName),
 		cc.Options.Ingress,
 	)
+}
+
+func newCleanupController(_ context.Context, cc ControllerContext) (Controller, error) {
+	client, err := metadata.NewForConfig(cc.ClientConfig(cleanup.ControllerName))
+	if err != nil {
+		return nil, err
+	}
+	return cleanup.NewController(
+		cc.MetadataInformerFactory,
+		cc.InformerFactory.Core().V1().PersistentVolumes(),
+		client,
+		cc.EventRecorder(cleanup.ControllerName),
+		cc.Options.Cleanup,
+	), nil
 }

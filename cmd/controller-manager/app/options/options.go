@@ -15,6 +15,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/version/verflag"
 
+	"github.com/ndsl/controller-manager/controllers/cleanup"
 	"github.com/ndsl/controller-manager/controllers/ingress"
 
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
@@ -28,6 +29,7 @@ type Options struct {
 
 	// One field per controller, bound to its own flag set.
 	Ingress ingress.Options
+	Cleanup cleanup.Options
 }
 
 // GenericOptions are the flags not specific to one controller.
@@ -65,6 +67,7 @@ func NewOptions() *Options {
 		},
 		Logs:    logsapi.NewLoggingConfiguration(),
 		Ingress: ingress.DefaultOptions(),
+		Cleanup: cleanup.DefaultOptions(),
 	}
 }
 
@@ -97,6 +100,7 @@ func (o *Options) Flags(allControllers, disabledByDefault []string) cliflag.Name
 	verflag.AddFlags(fss.FlagSet("misc"))
 
 	bindIngressFlags(&o.Ingress, fss.FlagSet("ingress controller"))
+	bindCleanupFlags(&o.Cleanup, fss.FlagSet("cleanup controller"))
 	return fss
 }
 
@@ -128,6 +132,9 @@ func (o *Options) Validate() error {
 		}
 	}
 	if err := o.Ingress.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.Cleanup.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -1,0 +1,156 @@
+// Package cleanup is the Cleanup controller: a sweeper driven not by watches
+// but by a ticker that pushes a generic event into a channel. Each sweep
+// removes what this manager left behind: children orphaned from their
+// controller, and model-storage PVs whose claim is gone. Nothing is removed
+// before it has been seen stale for the stale period.
+package cleanup
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/ndsl/controller-manager/pkg/controller"
+)
+
+// ControllerName is the name used by --controllers, the queue and metrics.
+const ControllerName = "cleanup"
+
+// sweepKey is the one key the queue ever holds: a sweep looks at everything.
+var sweepKey = controller.Key{Name: "sweep"}
+
+// Kinds of children this manager creates, which the sweeper removes once orphaned.
+var dependentKinds = []trackedKind{
+	{kind: "Deployment", apiVersion: "apps/v1", resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}},
+	{kind: "Service", apiVersion: "v1", resource: schema.GroupVersionResource{Version: "v1", Resource: "services"}},
+	{kind: "Ingress", apiVersion: "networking.k8s.io/v1", resource: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}},
+	{kind: "PersistentVolumeClaim", apiVersion: "v1", resource: schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}},
+}
+
+var pvKind = trackedKind{kind: "PersistentVolume", apiVersion: "v1", resource: schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}}
+
+// Kinds of owners whose children this manager creates.
+var ownerKinds = map[schema.GroupKind]ownerKind{
+	{Group: "ingress.example.com", Kind: "App"}:       {resource: schema.GroupVersionResource{Group: "ingress.example.com", Version: "v1beta1", Resource: "apps"}},
+	{Group: "distri-infer.ndsl.cn", Kind: "Pipeline"}: {resource: schema.GroupVersionResource{Group: "distri-infer.ndsl.cn", Version: "v1beta1", Resource: "pipelines"}, clusterScoped: true},
+	{Group: "", Kind: "Service"}:                      {resource: schema.GroupVersionResource{Version: "v1", Resource: "services"}},
+}
+
+// Controller sweeps stale objects on a timer.
+type Controller struct {
+	client   metadata.Interface
+	recorder record.EventRecorder
+	opts     Options
+	clock    clock.PassiveClock
+
+	dependents map[trackedKind]cache.GenericLister
+	owners     map[schema.GroupKind]cache.GenericLister
+	pvs        corelisters.PersistentVolumeLister
+	pvcs       cache.GenericLister
+	synced     []cache.InformerSynced
+
+	ticks chan controller.Key
+	queue controller.Queue
+
+	mu sync.Mutex
+	// staleSince records when each object was first seen stale; an object
+	// that stops being stale is forgotten.
+	staleSince map[types.UID]staleEntry
+}
+
+type staleEntry struct {
+	since    time.Time
+	reported bool // dry run: reported once
+}
+
+// NewController builds the controller on metadata-only informers (the
+// sweeper reads no more than metadata) and the typed PV informer (a PV's
+// phase and claim are in its spec and status). It starts nothing.
+func NewController(
+	metadataInformers metadatainformer.SharedInformerFactory,
+	pvs coreinformers.PersistentVolumeInformer,
+	client metadata.Interface,
+	recorder record.EventRecorder,
+	opts Options,
+) *Controller {
+	c := &Controller{
+		client:     client,
+		recorder:   recorder,
+		opts:       opts,
+		clock:      clock.RealClock{},
+		dependents: map[trackedKind]cache.GenericLister{},
+		owners:     map[schema.GroupKind]cache.GenericLister{},
+		pvs:        pvs.Lister(),
+		ticks:      make(chan controller.Key, 1),
+		queue:      controller.NewQueue(ControllerName),
+		staleSince: map[types.UID]staleEntry{},
+	}
+	for _, k := range dependentKinds {
+		inf := metadataInformers.ForResource(k.resource)
+		c.dependents[k] = inf.Lister()
+		c.synced = append(c.synced, inf.Informer().HasSynced)
+		if k.resource.Resource == "persistentvolumeclaims" {
+			c.pvcs = inf.Lister()
+		}
+	}
+	for gk, o := range ownerKinds {
+		inf := metadataInformers.ForResource(o.resource)
+		c.owners[gk] = inf.Lister()
+		c.synced = append(c.synced, inf.Informer().HasSynced)
+	}
+	c.synced = append(c.synced, pvs.Informer().HasSynced)
+	return c
+}
+
+// Name implements the manager's Controller.
+func (c *Controller) Name() string { return ControllerName }
+
+// QueueLen reports the queue depth for /debug/controllers.
+func (c *Controller) QueueLen() int { return c.queue.Len() }
+
+// Run sweeps once the caches have synced, then on every tick until ctx is done.
+func (c *Controller) Run(ctx context.Context) {
+	registerMetrics()
+	defer c.queue.ShutDown()
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+		return
+	}
+	c.queue.Add(sweepKey)
+	go controller.ForwardEvents(ctx, c.ticks, c.queue)
+	go c.runTicker(ctx)
+	w := controller.Worker{Name: ControllerName, Queue: c.queue, Reconcile: c.sweep}
+	// One worker: sweeps never overlap, and ticks during a sweep coalesce
+	// into one more sweep because the queue holds the key only once.
+	w.Run(ctx, 1)
+}
+
+// runTicker sends a generic event every interval, dropping ticks while one
+// is still waiting.
+func (c *Controller) runTicker(ctx context.Context) {
+	ticker := time.NewTicker(c.opts.Interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			controller.TrySend(c.ticks, sweepKey)
+		}
+	}
+}
+
+// objectRef names a swept object in events.
+func objectRef(k trackedKind, namespace, name string, uid types.UID) *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: k.kind, APIVersion: k.apiVersion, Namespace: namespace, Name: name, UID: uid}
+}

@@ -1,0 +1,39 @@
+package cleanup
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+var (
+	sweepsTotal = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem: "controller_manager_cleanup",
+		Name:      "sweeps_total",
+		Help:      "Sweeps run by the cleanup controller.",
+	})
+	staleObjects = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Subsystem: "controller_manager_cleanup",
+		Name:      "stale_objects",
+		Help:      "Objects found stale by the last sweep, per kind, whether or not their stale period has passed.",
+	}, []string{"kind"})
+	removedTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: "controller_manager_cleanup",
+		Name:      "removed_total",
+		Help:      "Stale objects removed (or, in dry-run mode, that would have been removed), per kind.",
+	}, []string{"kind", "dry_run"})
+	sweepDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Subsystem: "controller_manager_cleanup",
+		Name:      "sweep_duration_seconds",
+		Help:      "Time one sweep takes.",
+		Buckets:   metrics.ExponentialBuckets(0.001, 4, 10),
+	})
+	registerOnce sync.Once
+)
+
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(sweepsTotal, staleObjects, removedTotal, sweepDuration)
+	})
+}

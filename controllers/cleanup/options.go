@@ -1,0 +1,33 @@
+package cleanup
+
+import (
+	"fmt"
+	"time"
+)
+
+// Options configures the Cleanup controller.
+type Options struct {
+	// Interval between sweeps.
+	Interval time.Duration
+	// StalePeriod is how long an object must have been seen stale before it
+	// is removed.
+	StalePeriod time.Duration
+	// DryRun reports what would be removed and removes nothing.
+	DryRun bool
+}
+
+// DefaultOptions returns the defaults of the flags.
+func DefaultOptions() Options {
+	return Options{Interval: 10 * time.Minute, StalePeriod: 24 * time.Hour}
+}
+
+// Validate checks the options.
+func (o *Options) Validate() error {
+	if o.Interval <= 0 {
+		return fmt.Errorf("--cleanup-interval must be positive, got %s", o.Interval)
+	}
+	if o.StalePeriod < 0 {
+		return fmt.Errorf("--cleanup-stale-period must not be negative, got %s", o.StalePeriod)
+	}
+	return nil
+}

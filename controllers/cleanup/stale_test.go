@@ -1,0 +1,105 @@
+package cleanup
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ndsl/controller-manager/pkg/controller"
+)
+
+func managed(annotations map[string]string, refs ...metav1.OwnerReference) *metav1.ObjectMeta {
+	return &metav1.ObjectMeta{
+		Namespace: "ns", Name: "child",
+		Labels:          map[string]string{controller.ManagedByLabel: controller.ManagedByValue},
+		Annotations:     annotations,
+		OwnerReferences: refs,
+	}
+}
+
+func controllerRef(kind, name string, uid types.UID) metav1.OwnerReference {
+	yes := true
+	return metav1.OwnerReference{APIVersion: "ingress.example.com/v1beta1", Kind: kind, Name: name, UID: uid, Controller: &yes}
+}
+
+func TestSweepable(t *testing.T) {
+	if !sweepable(managed(nil)) {
+		t.Error("managed object not sweepable")
+	}
+	if sweepable(managed(map[string]string{KeepAnnotation: "true"})) {
+		t.Error("object with the keep annotation is sweepable")
+	}
+	if !sweepable(managed(map[string]string{KeepAnnotation: "false"})) {
+		t.Error(`keep: "false" should not protect`)
+	}
+	foreign := managed(nil)
+	foreign.Labels[controller.ManagedByLabel] = "helm"
+	if sweepable(foreign) {
+		t.Error("object managed by someone else is sweepable")
+	}
+}
+
+func TestOrphanReason(t *testing.T) {
+	lookup := func(ref metav1.OwnerReference, ns string) (types.UID, bool, bool) {
+		if ref.Kind != "App" {
+			return "", false, false
+		}
+		if ns != "ns" {
+			t.Errorf("owner looked up in namespace %q", ns)
+		}
+		switch ref.Name {
+		case "alive":
+			return "uid-alive", true, true
+		case "recreated":
+			return "uid-new", true, true
+		}
+		return "", false, true
+	}
+	cases := map[string]struct {
+		obj  *metav1.ObjectMeta
+		want string
+	}{
+		"no owner":           {managed(nil), "no controller owner"},
+		"owner alive":        {managed(nil, controllerRef("App", "alive", "uid-alive")), ""},
+		"owner gone":         {managed(nil, controllerRef("App", "gone", "uid-gone")), "no longer exists"},
+		"owner recreated":    {managed(nil, controllerRef("App", "recreated", "uid-old")), "replaced"},
+		"unknown owner kind": {managed(nil, controllerRef("Mystery", "x", "uid")), ""},
+	}
+	for name, tc := range cases {
+		got := orphanReason(tc.obj, lookup)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: reason = %q, want %q", name, got, tc.want)
+		}
+	}
+}
+
+func TestReleasedReason(t *testing.T) {
+	claims := func(ns, name string) (types.UID, bool) {
+		if ns == "pipeline" && name == "models" {
+			return "claim-uid", true
+		}
+		return "", false
+	}
+	pv := func(phase corev1.PersistentVolumePhase, ref *corev1.ObjectReference) *corev1.PersistentVolume {
+		return &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{ClaimRef: ref}, Status: corev1.PersistentVolumeStatus{Phase: phase}}
+	}
+	cases := map[string]struct {
+		pv   *corev1.PersistentVolume
+		want string
+	}{
+		"released":        {pv(corev1.VolumeReleased, nil), "Released"},
+		"bound, claim ok": {pv(corev1.VolumeBound, &corev1.ObjectReference{Namespace: "pipeline", Name: "models", UID: "claim-uid"}), ""},
+		"claim gone":      {pv(corev1.VolumeBound, &corev1.ObjectReference{Namespace: "pipeline", Name: "old"}), "is gone"},
+		"claim replaced":  {pv(corev1.VolumeBound, &corev1.ObjectReference{Namespace: "pipeline", Name: "models", UID: "other"}), "replaced"},
+		"never claimed":   {pv(corev1.VolumeAvailable, nil), ""},
+	}
+	for name, tc := range cases {
+		got := releasedReason(tc.pv, claims)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: reason = %q, want %q", name, got, tc.want)
+		}
+	}
+}

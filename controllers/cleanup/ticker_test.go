@@ -1,0 +1,63 @@
+package cleanup
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/ndsl/controller-manager/pkg/controller"
+)
+
+// Ticks arriving every millisecond during 100 ms sweeps must coalesce: at
+// most one sweep waits while another runs.
+func TestTicksDuringASweepCoalesce(t *testing.T) {
+	c := &Controller{
+		opts:  Options{Interval: time.Millisecond},
+		ticks: make(chan controller.Key, 1),
+		queue: controller.NewQueue("test-cleanup-coalesce"),
+	}
+	var sweeps, running, overlapped atomic.Int32
+	sweepTime := 100 * time.Millisecond
+	w := controller.Worker{Name: "test-cleanup", Queue: c.queue, Reconcile: func(context.Context, controller.Key) (controller.Result, error) {
+		if running.Add(1) > 1 {
+			overlapped.Add(1)
+		}
+		sweeps.Add(1)
+		time.Sleep(sweepTime) // the sweep's own duration, not a wait for a condition
+		running.Add(-1)
+		return controller.Result{}, nil
+	}}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go controller.ForwardEvents(ctx, c.ticks, c.queue)
+	go c.runTicker(ctx)
+	done := make(chan struct{})
+	go func() { w.Run(ctx, 1); close(done) }()
+
+	start := time.Now()
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return sweeps.Load() >= 5, nil
+	}); err != nil {
+		t.Fatal("sweeps did not run")
+	}
+	elapsed := time.Since(start)
+	cancel()
+	<-done
+
+	// ~100 ticks per sweep arrived; without coalescing there would be a
+	// backlog of hundreds. With it, sweeps run back to back: the number of
+	// sweeps is bounded by the time spent.
+	if max := int32(elapsed/sweepTime) + 2; sweeps.Load() > max {
+		t.Errorf("%d sweeps in %s: ticks piled up (max %d)", sweeps.Load(), elapsed, max)
+	}
+	if c.queue.Len() > 1 {
+		t.Errorf("queue holds %d keys, want at most 1", c.queue.Len())
+	}
+	if overlapped.Load() != 0 {
+		t.Error("sweeps overlapped")
+	}
+}
