@@ -137,11 +137,13 @@ var orphans = []struct{ kind, name string }{
 	{"Deployment", "orphan-deploy"}, {"Service", "orphan-svc"}, {"PersistentVolumeClaim", "orphan-pvc"},
 }
 
+// The sweeper runs as a ServiceAccount with only the shipped ClusterRole.
 func TestOrphansAreRemovedAfterTheStalePeriodOnly(t *testing.T) {
 	installCRDs(t)
 	client := cp.Client
 	f := newFamily(t, client)
-	framework.StartManager(t, cp.Config, sweeper(false))
+	cfg := framework.ServiceAccountWithClusterRoles(t, cp, f.ns, "rbac/cleanup-controller.yaml")
+	framework.StartManager(t, cfg, sweeper(false))
 	orphanedAt := f.orphan(t, client)
 
 	for _, o := range orphans {

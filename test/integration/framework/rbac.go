@@ -1,0 +1,53 @@
+package framework
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
+)
+
+// ServiceAccountWithClusterRoles creates a ServiceAccount in ns, binds it to
+// the ClusterRoles of the given files under manifests/ (renamed after ns so
+// tests do not collide; removed when the test ends) and returns a client
+// config authenticating as it: a manager run with it proves the shipped
+// RBAC suffices.
+func ServiceAccountWithClusterRoles(t testing.TB, cp *controlplane.ControlPlane, ns string, manifests ...string) *rest.Config {
+	t.Helper()
+	ctx := context.Background()
+	client := cp.Client
+	if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "manager"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range manifests {
+		var role rbacv1.ClusterRole
+		LoadManifest(t, file, &role)
+		role.Name = ns + ":" + role.Name
+		if _, err := client.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "manager"}},
+		}
+		if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = client.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
+			_ = client.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{})
+		})
+	}
+	cfg, err := cp.ServiceAccountKubeconfig(ctx, ns, "manager", t.TempDir()+"/kubeconfig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
