@@ -55,6 +55,16 @@ test: controlplane verify ## Everything CI runs: verify, unit and integration te
 run: build ## Run the manager: against $KUBECONFIG if set, else against a local control plane started here.
 	hack/run.sh
 
+IMG ?= controller-manager:latest
+
+.PHONY: docker-build
+docker-build: ## Build the container image IMG (needs a Docker engine).
+	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
+
+.PHONY: deploy
+deploy: controlplane ## Apply manifests/default to the cluster in $KUBECONFIG with image IMG.
+	cd manifests/default && $(KUBECTL) kustomize . | sed 's|image: controller-manager:latest|image: $(IMG)|' | $(KUBECTL) apply -f -
+
 .PHONY: help
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
