@@ -1,0 +1,20 @@
+// Package controlplane runs a real, local Kubernetes control plane for
+// integration tests, e2e tests, benchmarks and `make run`: etcd and
+// kube-apiserver, and optionally kube-controller-manager, kube-scheduler and
+// kwok (fake kubelets), each as a child process on loopback ports.
+//
+// The binaries are built from Go modules by hack/build-controlplane.sh into
+// version-keyed directories under hack/bin (see Options.BinDir).
+//
+// Children run in their own process groups and are killed as groups by
+// ControlPlane.Stop; they are also started with a parent-death signal, so a
+// test binary that crashes or is killed does not leak daemons.
+//
+// A TestMain that needs a control plane is three lines:
+//
+//	var cp *controlplane.ControlPlane
+//
+//	func TestMain(m *testing.M) {
+//		os.Exit(controlplane.RunMain(m, controlplane.Options{}, func(c *controlplane.ControlPlane) { cp = c }))
+//	}
+package controlplane

@@ -1,0 +1,95 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// FakeNodeAnnotation, set to "fake", marks the Nodes kwok manages.
+const FakeNodeAnnotation = "kwok.x-k8s.io/node"
+
+// fakeNodeReadyTimeout bounds CreateFakeNodes' wait when ctx has no deadline.
+const fakeNodeReadyTimeout = 60 * time.Second
+
+// CreateFakeNodes creates kwok-managed Nodes with the given names (existing
+// ones are kept) and waits until all of them are Ready. It needs Options.Kwok.
+func (cp *ControlPlane) CreateFakeNodes(ctx context.Context, names ...string) error {
+	if !cp.opts.Kwok {
+		return errors.New("creating fake nodes: the control plane runs without kwok (Options.Kwok)")
+	}
+	for _, name := range names {
+		_, err := cp.Client.CoreV1().Nodes().Create(ctx, fakeNode(name), metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating fake node %s: %w", name, err)
+		}
+	}
+	var notReady []string
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, fakeNodeReadyTimeout, true, func(ctx context.Context) (bool, error) {
+		nodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil // transient: the deadline bounds the retries
+		}
+		ready := map[string]bool{}
+		for i := range nodes.Items {
+			ready[nodes.Items[i].Name] = nodeReady(&nodes.Items[i])
+		}
+		notReady = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return ready[n] })
+		return len(notReady) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for fake nodes %v to become Ready: %w", notReady, err)
+	}
+	return nil
+}
+
+// fakeNode is a Node that kwok manages: it gets Ready conditions, a lease and
+// runs (pretends to run) the Pods bound to it.
+func fakeNode(name string) *corev1.Node {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("32"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Annotations: map[string]string{
+				FakeNodeAnnotation:             "fake",
+				"node.alpha.kubernetes.io/ttl": "0",
+			},
+			Labels: map[string]string{
+				corev1.LabelHostname:   name,
+				corev1.LabelOSStable:   "linux",
+				corev1.LabelArchStable: "amd64",
+				"type":                 "kwok",
+			},
+		},
+		Status: corev1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: capacity,
+			NodeInfo: corev1.NodeSystemInfo{
+				Architecture:    "amd64",
+				OperatingSystem: "linux",
+				KubeletVersion:  "fake",
+			},
+		},
+	}
+}
+
+func nodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
