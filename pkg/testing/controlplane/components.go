@@ -55,6 +55,11 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 			"--cert-dir=" + filepath.Join(cp.Dir, apiserverCertDir),
 			"--secure-port=" + strconv.Itoa(ports[0]),
 			"--bind-address=127.0.0.1",
+			// Else it advertises a host interface's address, and fails on a
+			// machine without one. A loopback address is invalid in Endpoints,
+			// so nothing maintains the kubernetes Service's; nothing here uses them.
+			"--advertise-address=127.0.0.1",
+			"--endpoint-reconciler-type=none",
 			"--service-cluster-ip-range=10.96.0.0/12",
 			"--service-account-issuer=https://localhost",
 			"--service-account-key-file=" + cp.saPub,

@@ -9,6 +9,7 @@ import (
 // RestartAPIServer stops kube-apiserver and starts it again with the same
 // flags, port and etcd, then waits until it is ready. The other components
 // keep running and reconnect, as they would to a real API server restart.
+// Do not call it concurrently with Stop.
 func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 	cp.mu.Lock()
 	stopped := cp.stopped
