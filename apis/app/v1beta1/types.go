@@ -126,6 +126,12 @@ const (
 	ReasonResourceExists = "ResourceExists"
 	// ReasonReconcileFailed explains Degraded=True: writing a child failed.
 	ReasonReconcileFailed = "ReconcileFailed"
+	// ReasonResourceMissing explains Ready=False and Progressing=False: a
+	// child the App asks for does not exist, or is not the App's.
+	ReasonResourceMissing = "ResourceMissing"
+	// ReasonProgressDeadlineExceeded explains Progressing=False: the
+	// Deployment made no progress within its progressDeadlineSeconds.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 )
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/client-go/metadata"
 
+	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/controllers/cleanup"
 	"github.com/ndsl/controller-manager/controllers/ingress"
 )
@@ -16,6 +17,10 @@ func NewRegistry() Registry {
 			Name:    ingress.ControllerName,
 			Aliases: []string{"ingress-manager"},
 			New:     newIngressController,
+		},
+		{
+			Name: appcontroller.ControllerName,
+			New:  newAppController,
 		},
 		{
 			Name:              cleanup.ControllerName,
@@ -51,4 +56,25 @@ func newCleanupController(_ context.Context, cc ControllerContext) (Controller, 
 		cc.EventRecorder(cleanup.ControllerName),
 		cc.Options.Cleanup,
 	), nil
+}
+
+func newAppController(ctx context.Context, cc ControllerContext) (Controller, error) {
+	kubeClient, err := cc.KubeClient(appcontroller.ControllerName)
+	if err != nil {
+		return nil, err
+	}
+	appClient, err := cc.CRDClient(appcontroller.ControllerName)
+	if err != nil {
+		return nil, err
+	}
+	return appcontroller.NewController(ctx,
+		cc.CRDInformerFactory.App().V1beta1().Apps(),
+		cc.InformerFactory.Apps().V1().Deployments(),
+		cc.InformerFactory.Core().V1().Services(),
+		cc.InformerFactory.Networking().V1().Ingresses(),
+		kubeClient,
+		appClient,
+		cc.EventRecorder(appcontroller.ControllerName),
+		cc.Options.App,
+	)
 }

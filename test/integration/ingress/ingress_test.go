@@ -34,6 +34,7 @@ func annotatedService(ns, name string, annotations map[string]string) *corev1.Se
 }
 
 func withDefaults(o *options.Options) {
+	o.Generic.Controllers = []string{ingress.ControllerName}
 	o.Ingress.DefaultDomain = "apps.example.com"
 	o.Ingress.DefaultClass = "nginx"
 }
@@ -204,9 +205,15 @@ func TestResyncOfConvergedServicesWritesNothing(t *testing.T) {
 			LabelSelector: controller.ManagedByLabel + "=" + controller.ManagedByValue})
 		return err == nil && len(list.Items) == n, err
 	})
-	// Converged: let the creates' own watch events settle, then count.
+	// Converged: the queue is empty and the creates' events, which the
+	// recorder sends asynchronously, have all arrived. Only then count.
 	framework.Eventually(t, timeout, "the queue to drain", func(context.Context) (bool, error) {
 		return queuesEmpty(m)
+	})
+	framework.Eventually(t, timeout, "every CreatedIngress event", func(ctx context.Context) (bool, error) {
+		events, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("reason", "CreatedIngress").String()})
+		return err == nil && len(events.Items) == n, err
 	})
 	writesBefore := m.Writes.Total()
 	reconcilesBefore := framework.ReconcileCount(t, ingress.ControllerName)

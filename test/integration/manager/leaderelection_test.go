@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/controllers/ingress"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
@@ -34,6 +35,7 @@ func TestOnlyOneLeadsAndReleaseOnCancelHandsOverFast(t *testing.T) {
 	ctx := context.Background()
 	ns := framework.CreateNamespace(t, cp.Client)
 	withElection := func(o *options.Options) {
+		o.Generic.Controllers = []string{ingress.ControllerName}
 		o.LeaderElection.LeaderElect = true
 		o.LeaderElection.ResourceNamespace = ns
 		o.LeaderElection.ResourceName = "handover-test"

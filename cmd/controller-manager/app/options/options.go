@@ -15,6 +15,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/version/verflag"
 
+	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/controllers/cleanup"
 	"github.com/ndsl/controller-manager/controllers/ingress"
 
@@ -30,6 +31,7 @@ type Options struct {
 	// One field per controller, bound to its own flag set.
 	Ingress ingress.Options
 	Cleanup cleanup.Options
+	App     appcontroller.Options
 }
 
 // GenericOptions are the flags not specific to one controller.
@@ -68,6 +70,7 @@ func NewOptions() *Options {
 		Logs:    logsapi.NewLoggingConfiguration(),
 		Ingress: ingress.DefaultOptions(),
 		Cleanup: cleanup.DefaultOptions(),
+		App:     appcontroller.DefaultOptions(),
 	}
 }
 
@@ -101,6 +104,7 @@ func (o *Options) Flags(allControllers, disabledByDefault []string) cliflag.Name
 
 	bindIngressFlags(&o.Ingress, fss.FlagSet("ingress controller"))
 	bindCleanupFlags(&o.Cleanup, fss.FlagSet("cleanup controller"))
+	bindAppFlags(&o.App, fss.FlagSet("app controller"))
 	return fss
 }
 
@@ -135,6 +139,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := o.Cleanup.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.App.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -1,0 +1,333 @@
+package app
+
+import (
+	"encoding/json"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	"github.com/ndsl/controller-manager/pkg/controller"
+)
+
+func testApp(mutate ...func(*appv1beta1.App)) *appv1beta1.App {
+	app := &appv1beta1.App{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "app-uid", Generation: 1},
+		Spec: appv1beta1.AppSpec{
+			Image:         "nginx:1.27",
+			Replicas:      ptr.To[int32](3),
+			EnableService: true,
+			EnableIngress: true,
+			Port:          8080,
+		},
+	}
+	for _, m := range mutate {
+		m(app)
+	}
+	return app
+}
+
+func mustTyped[T any](t *testing.T, ac any) *T {
+	t.Helper()
+	obj, err := typed[T](ac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}
+
+// checkChildMeta checks what every child shares: name, namespace, labels and
+// the controller reference.
+func checkChildMeta(t *testing.T, app *appv1beta1.App, obj metav1.Object) {
+	t.Helper()
+	if obj.GetName() != app.Name || obj.GetNamespace() != app.Namespace {
+		t.Errorf("name = %s/%s, want %s/%s", obj.GetNamespace(), obj.GetName(), app.Namespace, app.Name)
+	}
+	want := map[string]string{NameLabel: app.Name, InstanceLabel: app.Name, controller.ManagedByLabel: controller.ManagedByValue}
+	if got := obj.GetLabels(); len(got) != len(want) || !hasLabels(got, want) {
+		t.Errorf("labels = %v, want %v", got, want)
+	}
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.UID != app.UID || ref.Kind != "App" || ref.APIVersion != "ingress.example.com/v1beta1" ||
+		ref.Name != app.Name || !ptr.Deref(ref.BlockOwnerDeletion, false) {
+		t.Errorf("controller reference = %+v", ref)
+	}
+}
+
+func TestDesiredDeployment(t *testing.T) {
+	cases := []struct {
+		name         string
+		app          *appv1beta1.App
+		wantReplicas int32
+		wantPort     int32
+	}{
+		{name: "as specified", app: testApp(), wantReplicas: 3, wantPort: 8080},
+		{name: "zero replicas stay zero", app: testApp(func(a *appv1beta1.App) { a.Spec.Replicas = ptr.To[int32](0) }), wantReplicas: 0, wantPort: 8080},
+		{name: "unset replicas and port take the CRD defaults", app: testApp(func(a *appv1beta1.App) { a.Spec.Replicas, a.Spec.Port = nil, 0 }),
+			wantReplicas: 1, wantPort: 80},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := mustTyped[appsv1.Deployment](t, desiredDeployment(tc.app))
+			checkChildMeta(t, tc.app, d)
+			if got := ptr.Deref(d.Spec.Replicas, -1); got != tc.wantReplicas {
+				t.Errorf("replicas = %d, want %d", got, tc.wantReplicas)
+			}
+			if got := d.Spec.Selector.MatchLabels; len(got) != 1 || got[InstanceLabel] != tc.app.Name || len(d.Spec.Selector.MatchExpressions) != 0 {
+				t.Errorf("selector = %+v, want %s=%s", d.Spec.Selector, InstanceLabel, tc.app.Name)
+			}
+			if d.Spec.Template.Labels[InstanceLabel] != tc.app.Name {
+				t.Errorf("pod labels %v do not match the selector", d.Spec.Template.Labels)
+			}
+			cs := d.Spec.Template.Spec.Containers
+			if len(cs) != 1 || cs[0].Name != ContainerName || cs[0].Image != tc.app.Spec.Image {
+				t.Fatalf("containers = %+v", cs)
+			}
+			if p := cs[0].Ports; len(p) != 1 || p[0].ContainerPort != tc.wantPort || p[0].Protocol != corev1.ProtocolTCP {
+				t.Errorf("ports = %+v, want %d/TCP", p, tc.wantPort)
+			}
+			// Fields the controller does not set stay unset, so that server
+			// defaults are never fought over.
+			if d.Spec.Strategy.Type != "" || d.Spec.RevisionHistoryLimit != nil || cs[0].ImagePullPolicy != "" {
+				t.Errorf("desired Deployment sets fields the controller does not own: %+v", d.Spec)
+			}
+		})
+	}
+}
+
+func TestDesiredService(t *testing.T) {
+	for _, port := range []int32{80, 8080} {
+		app := testApp(func(a *appv1beta1.App) { a.Spec.Port = port })
+		s := mustTyped[corev1.Service](t, desiredService(app))
+		checkChildMeta(t, app, s)
+		if s.Spec.Type != corev1.ServiceTypeClusterIP || s.Spec.ClusterIP != "" {
+			t.Errorf("type = %q, clusterIP = %q; want ClusterIP, unset", s.Spec.Type, s.Spec.ClusterIP)
+		}
+		if len(s.Spec.Selector) != 1 || s.Spec.Selector[InstanceLabel] != app.Name {
+			t.Errorf("selector = %v", s.Spec.Selector)
+		}
+		want := corev1.ServicePort{Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP}
+		if len(s.Spec.Ports) != 1 || s.Spec.Ports[0] != want {
+			t.Errorf("ports = %+v, want %+v", s.Spec.Ports, want)
+		}
+	}
+}
+
+func TestDesiredIngress(t *testing.T) {
+	cases := []struct {
+		name      string
+		opts      Options
+		wantHost  string
+		wantClass *string
+		wantURL   string
+	}{
+		{name: "domain and class", opts: Options{IngressDomain: "apps.example.com", IngressClass: "nginx"},
+			wantHost: "web.shop.apps.example.com", wantClass: ptr.To("nginx"), wantURL: "http://web.shop.apps.example.com/"},
+		{name: "dots around the domain", opts: Options{IngressDomain: ".apps.example.com."},
+			wantHost: "web.shop.apps.example.com", wantURL: "http://web.shop.apps.example.com/"},
+		{name: "no domain: no host, no URL; no class: the cluster default"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			app := testApp()
+			ing := mustTyped[networkingv1.Ingress](t, desiredIngress(app, tc.opts))
+			checkChildMeta(t, app, ing)
+			if len(ing.Spec.Rules) != 1 {
+				t.Fatalf("rules = %+v", ing.Spec.Rules)
+			}
+			rule := ing.Spec.Rules[0]
+			if rule.Host != tc.wantHost {
+				t.Errorf("host = %q, want %q", rule.Host, tc.wantHost)
+			}
+			if got, want := ptr.Deref(ing.Spec.IngressClassName, "<nil>"), ptr.Deref(tc.wantClass, "<nil>"); got != want {
+				t.Errorf("class = %s, want %s", got, want)
+			}
+			path := rule.HTTP.Paths[0]
+			if len(rule.HTTP.Paths) != 1 || path.Path != "/" || ptr.Deref(path.PathType, "") != networkingv1.PathTypePrefix {
+				t.Errorf("paths = %+v, want / Prefix", rule.HTTP.Paths)
+			}
+			if b := path.Backend.Service; b == nil || b.Name != app.Name || b.Port.Number != app.Spec.Port {
+				t.Errorf("backend = %+v, want %s:%d", b, app.Name, app.Spec.Port)
+			}
+			if got := ingressURL(ing); got != tc.wantURL {
+				t.Errorf("URL = %q, want %q", got, tc.wantURL)
+			}
+		})
+	}
+}
+
+// Live objects as the API server returns them: the desired fields plus
+// server defaults and other writers' additions.
+func liveDeployment(t *testing.T, app *appv1beta1.App) *appsv1.Deployment {
+	d := mustTyped[appsv1.Deployment](t, desiredDeployment(app))
+	d.ResourceVersion = "42"
+	d.Labels["team"] = "shop"
+	d.Annotations = map[string]string{"deployment.kubernetes.io/revision": "1"}
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}
+	d.Spec.RevisionHistoryLimit = ptr.To[int32](10)
+	d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
+	c := &d.Spec.Template.Spec.Containers[0]
+	c.TerminationMessagePath = corev1.TerminationMessagePathDefault
+	c.ImagePullPolicy = corev1.PullIfNotPresent
+	c.Resources.Limits = corev1.ResourceList{} // set by hand: not the controller's
+	d.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	d.Spec.Template.Spec.DNSPolicy = corev1.DNSClusterFirst
+	d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "sidecar", Image: "envoy"})
+	d.Status = appsv1.DeploymentStatus{Replicas: 3, AvailableReplicas: 1}
+	return d
+}
+
+func TestDeploymentDrift(t *testing.T) {
+	app := testApp()
+	want := mustTyped[appsv1.Deployment](t, desiredDeployment(app))
+	cases := []struct {
+		name        string
+		edit        func(*appsv1.Deployment)
+		wantDrift   bool
+		wantPortsOK bool
+	}{
+		{name: "server defaults and others' fields", edit: func(*appsv1.Deployment) {}, wantPortsOK: true},
+		{name: "image edited", edit: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "evil" }, wantDrift: true, wantPortsOK: true},
+		{name: "scaled by hand", edit: func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](7) }, wantDrift: true, wantPortsOK: true},
+		{name: "label removed", edit: func(d *appsv1.Deployment) { delete(d.Labels, controller.ManagedByLabel) }, wantDrift: true, wantPortsOK: true},
+		{name: "pod label changed", edit: func(d *appsv1.Deployment) { d.Spec.Template.Labels[NameLabel] = "x" }, wantDrift: true, wantPortsOK: true},
+		{name: "container renamed", edit: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "main" }, wantDrift: true, wantPortsOK: true},
+		{name: "container port edited", edit: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort = 9 }},
+		{name: "container port added", edit: func(d *appsv1.Deployment) {
+			c := &d.Spec.Template.Spec.Containers[0]
+			c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: 9090, Protocol: corev1.ProtocolTCP})
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			live := liveDeployment(t, app)
+			tc.edit(live)
+			if got := deploymentDrifted(want, live); got != tc.wantDrift {
+				t.Errorf("drifted = %v, want %v", got, tc.wantDrift)
+			}
+			if got := !containerPortsDiffer(want, live); got != tc.wantPortsOK {
+				t.Errorf("ports match = %v, want %v", got, tc.wantPortsOK)
+			}
+		})
+	}
+}
+
+func TestContainerPortsPatch(t *testing.T) {
+	app := testApp()
+	want := mustTyped[appsv1.Deployment](t, desiredDeployment(app))
+	live := liveDeployment(t, app)
+	// The App's container is not first: the patch must address it by index.
+	cs := live.Spec.Template.Spec.Containers
+	live.Spec.Template.Spec.Containers = []corev1.Container{cs[1], cs[0]}
+	live.Spec.Template.Spec.Containers[1].Ports[0].ContainerPort = 9
+	patch, err := containerPortsPatch(want, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPatch := `[{"op":"test","path":"/metadata/resourceVersion","value":"42"},` +
+		`{"op":"replace","path":"/spec/template/spec/containers/1/ports","value":[{"containerPort":8080,"protocol":"TCP"}]}]`
+	if string(patch) != wantPatch {
+		t.Errorf("patch =\n%s\nwant\n%s", patch, wantPatch)
+	}
+}
+
+func liveService(t *testing.T, app *appv1beta1.App) *corev1.Service {
+	s := mustTyped[corev1.Service](t, desiredService(app))
+	s.ResourceVersion = "7"
+	s.Spec.ClusterIP = "10.96.0.12"
+	s.Spec.ClusterIPs = []string{"10.96.0.12"}
+	s.Spec.SessionAffinity = corev1.ServiceAffinityNone
+	s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+	s.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicySingleStack)
+	s.Spec.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyCluster)
+	s.Annotations = map[string]string{"note": "hand-added"}
+	return s
+}
+
+func TestServiceDrift(t *testing.T) {
+	app := testApp()
+	want := mustTyped[corev1.Service](t, desiredService(app))
+	cases := []struct {
+		name        string
+		edit        func(*corev1.Service)
+		wantDrift   bool
+		wantPortsOK bool
+	}{
+		{name: "server defaults and others' fields", edit: func(*corev1.Service) {}, wantPortsOK: true},
+		{name: "target port edited", edit: func(s *corev1.Service) { s.Spec.Ports[0].TargetPort = intstr.FromString("http") }, wantDrift: true, wantPortsOK: true},
+		{name: "selector edited", edit: func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "other"} }, wantDrift: true, wantPortsOK: true},
+		{name: "selector extended (atomic map)", edit: func(s *corev1.Service) { s.Spec.Selector["tier"] = "web" }, wantDrift: true, wantPortsOK: true},
+		{name: "type changed", edit: func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort }, wantDrift: true, wantPortsOK: true},
+		{name: "port edited", edit: func(s *corev1.Service) { s.Spec.Ports[0].Port = 9 }, wantDrift: true},
+		{name: "port added", edit: func(s *corev1.Service) {
+			s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Port: 9090, Protocol: corev1.ProtocolTCP})
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			live := liveService(t, app)
+			tc.edit(live)
+			if got := serviceDrifted(want, live); got != tc.wantDrift {
+				t.Errorf("drifted = %v, want %v", got, tc.wantDrift)
+			}
+			if got := !servicePortsDiffer(want, live); got != tc.wantPortsOK {
+				t.Errorf("ports match = %v, want %v", got, tc.wantPortsOK)
+			}
+		})
+	}
+
+	live := liveService(t, app)
+	live.Spec.Ports[0].Port = 9
+	patch, err := servicePortsPatch(want, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []map[string]any
+	if err := json.Unmarshal(patch, &ops); err != nil {
+		t.Fatal(err)
+	}
+	if len(ops) != 2 || ops[0]["op"] != "test" || ops[0]["value"] != "7" || ops[1]["op"] != "replace" || ops[1]["path"] != "/spec/ports" {
+		t.Errorf("patch = %s", patch)
+	}
+}
+
+func TestIngressDrift(t *testing.T) {
+	app := testApp()
+	withClass := Options{IngressDomain: "apps.example.com", IngressClass: "nginx"}
+	noClass := Options{IngressDomain: "apps.example.com"}
+	cases := []struct {
+		name      string
+		opts      Options
+		edit      func(*networkingv1.Ingress)
+		wantDrift bool
+	}{
+		{name: "others' labels and annotations", opts: withClass, edit: func(i *networkingv1.Ingress) {
+			i.Labels["team"] = "shop"
+			i.Annotations = map[string]string{"nginx.ingress.kubernetes.io/rewrite-target": "/"}
+		}},
+		{name: "class defaulted by admission", opts: noClass, edit: func(i *networkingv1.Ingress) { i.Spec.IngressClassName = ptr.To("default") }},
+		{name: "class changed", opts: withClass, edit: func(i *networkingv1.Ingress) { i.Spec.IngressClassName = ptr.To("traefik") }, wantDrift: true},
+		{name: "host edited", opts: withClass, edit: func(i *networkingv1.Ingress) { i.Spec.Rules[0].Host = "hand.edited" }, wantDrift: true},
+		{name: "rule added", opts: withClass, edit: func(i *networkingv1.Ingress) {
+			i.Spec.Rules = append(i.Spec.Rules, networkingv1.IngressRule{Host: "other"})
+		}, wantDrift: true},
+		{name: "backend port edited", opts: withClass, edit: func(i *networkingv1.Ingress) {
+			i.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port.Number = 1
+		}, wantDrift: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			want := mustTyped[networkingv1.Ingress](t, desiredIngress(app, tc.opts))
+			live := mustTyped[networkingv1.Ingress](t, desiredIngress(app, tc.opts))
+			tc.edit(live)
+			if got := ingressDrifted(want, live); got != tc.wantDrift {
+				t.Errorf("drifted = %v, want %v", got, tc.wantDrift)
+			}
+		})
+	}
+}

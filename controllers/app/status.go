@@ -1,0 +1,140 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	"github.com/ndsl/controller-manager/pkg/controller"
+)
+
+// observed is what a reconcile saw and did: the App's children as they are
+// after its writes (nil when missing or not the App's), and the errors of
+// the writes that failed.
+type observed struct {
+	deployment *appsv1.Deployment
+	service    *corev1.Service
+	ingress    *networkingv1.Ingress
+	errs       []error
+}
+
+// missing names the children the App asks for that it does not have.
+func (o observed) missing(app *appv1beta1.App) []string {
+	var names []string
+	if o.deployment == nil {
+		names = append(names, "Deployment "+app.Name)
+	}
+	if app.Spec.EnableService && o.service == nil {
+		names = append(names, "Service "+app.Name)
+	}
+	if app.Spec.EnableIngress && o.ingress == nil {
+		names = append(names, "Ingress "+app.Name)
+	}
+	return names
+}
+
+// isResourceExists reports whether err is a same-name object this App does
+// not control: seen in the cache, or found by a create.
+func isResourceExists(err error) bool {
+	var notOwned *controller.NotOwnedError
+	return errors.As(err, &notOwned) || apierrors.IsAlreadyExists(err)
+}
+
+// appStatus computes the App's status from what the reconcile observed.
+// Conditions whose status did not change keep their lastTransitionTime, so
+// an unchanged world yields an unchanged status; now stamps the others.
+func appStatus(app *appv1beta1.App, obs observed, now metav1.Time) appv1beta1.AppStatus {
+	status := appv1beta1.AppStatus{
+		ObservedGeneration: app.Generation,
+		URL:                ingressURL(obs.ingress),
+		Conditions:         slices.Clone(app.Status.Conditions),
+	}
+	if d := obs.deployment; d != nil {
+		status.Replicas = d.Status.Replicas
+		status.ReadyReplicas = d.Status.ReadyReplicas
+		status.AvailableReplicas = d.Status.AvailableReplicas
+	}
+
+	set := func(conditionType string, s metav1.ConditionStatus, reason, message string) {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+			Type:               conditionType,
+			Status:             s,
+			Reason:             reason,
+			Message:            message,
+			ObservedGeneration: app.Generation,
+			LastTransitionTime: now,
+		})
+	}
+
+	desired := desiredReplicas(app)
+	available := fmt.Sprintf("%d of %d replicas available", status.AvailableReplicas, desired)
+	switch missing := obs.missing(app); {
+	case len(missing) > 0:
+		set(appv1beta1.ConditionReady, metav1.ConditionFalse, appv1beta1.ReasonResourceMissing,
+			"Missing "+strings.Join(missing, ", "))
+	case status.AvailableReplicas < desired:
+		set(appv1beta1.ConditionReady, metav1.ConditionFalse, appv1beta1.ReasonReplicasUnavailable, available)
+	default:
+		set(appv1beta1.ConditionReady, metav1.ConditionTrue, appv1beta1.ReasonAvailable, available)
+	}
+
+	progressing, reason, message := rollout(obs.deployment, app.Name)
+	set(appv1beta1.ConditionProgressing, progressing, reason, message)
+
+	var conflicts, failures []string
+	for _, err := range obs.errs {
+		if isResourceExists(err) {
+			conflicts = append(conflicts, err.Error())
+		} else {
+			failures = append(failures, err.Error())
+		}
+	}
+	switch {
+	case len(conflicts) > 0:
+		set(appv1beta1.ConditionDegraded, metav1.ConditionTrue, appv1beta1.ReasonResourceExists,
+			strings.Join(append(conflicts, failures...), "; "))
+	case len(failures) > 0:
+		set(appv1beta1.ConditionDegraded, metav1.ConditionTrue, appv1beta1.ReasonReconcileFailed,
+			strings.Join(failures, "; "))
+	default:
+		set(appv1beta1.ConditionDegraded, metav1.ConditionFalse, appv1beta1.ReasonAsExpected, "")
+	}
+	return status
+}
+
+// rollout says whether the Deployment is rolling out, as `kubectl rollout
+// status` judges it. Messages carry no counts, so that a rollout's progress
+// alone does not rewrite the status.
+func rollout(d *appsv1.Deployment, name string) (metav1.ConditionStatus, string, string) {
+	if d == nil {
+		return metav1.ConditionFalse, appv1beta1.ReasonResourceMissing, "Deployment " + name + " does not exist"
+	}
+	if d.Generation > d.Status.ObservedGeneration {
+		return metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "Waiting for the deployment controller to observe the Deployment's latest spec"
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+			return metav1.ConditionFalse, appv1beta1.ReasonProgressDeadlineExceeded, c.Message
+		}
+	}
+	replicas := ptr.Deref(d.Spec.Replicas, defaultReplicas)
+	switch {
+	case d.Status.UpdatedReplicas < replicas:
+		return metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "Waiting for replicas to be updated"
+	case d.Status.Replicas > d.Status.UpdatedReplicas:
+		return metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "Waiting for old replicas to terminate"
+	case d.Status.AvailableReplicas < d.Status.UpdatedReplicas:
+		return metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "Waiting for updated replicas to become available"
+	}
+	return metav1.ConditionFalse, appv1beta1.ReasonRolloutComplete, "The Deployment is up to date"
+}

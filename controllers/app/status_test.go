@@ -1,0 +1,224 @@
+package app
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	"github.com/ndsl/controller-manager/pkg/controller"
+)
+
+// deployment is the App's Deployment with the given generation and status.
+func deployment(replicas int32, generation int64, status appsv1.DeploymentStatus) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Generation: generation},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(replicas)},
+		Status:     status,
+	}
+}
+
+func rolledOut(replicas int32) *appsv1.Deployment {
+	return deployment(replicas, 2, appsv1.DeploymentStatus{ObservedGeneration: 2,
+		Replicas: replicas, UpdatedReplicas: replicas, ReadyReplicas: replicas, AvailableReplicas: replicas})
+}
+
+func ingress(host string) *networkingv1.Ingress {
+	return &networkingv1.Ingress{Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: host}}}}
+}
+
+type wantCondition struct {
+	status  metav1.ConditionStatus
+	reason  string
+	message string // a substring
+}
+
+func TestAppStatus(t *testing.T) {
+	svc := &corev1.Service{}
+	notOwned := controller.NewNotOwnedError("Service", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}})
+	cases := []struct {
+		name            string
+		app             *appv1beta1.App
+		obs             observed
+		wantReplicas    [3]int32 // replicas, ready, available
+		wantURL         string
+		wantReady       wantCondition
+		wantProgressing wantCondition
+		wantDegraded    wantCondition
+	}{
+		{
+			name:            "just created: nothing observed by the deployment controller yet",
+			app:             testApp(),
+			obs:             observed{deployment: deployment(3, 1, appsv1.DeploymentStatus{}), service: svc, ingress: ingress("web.shop.example.com")},
+			wantURL:         "http://web.shop.example.com/",
+			wantReady:       wantCondition{metav1.ConditionFalse, appv1beta1.ReasonReplicasUnavailable, "0 of 3 replicas available"},
+			wantProgressing: wantCondition{metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "observe"},
+			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
+		},
+		{
+			name:            "pods coming up",
+			app:             testApp(),
+			obs:             observed{deployment: deployment(3, 1, appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 2, AvailableReplicas: 1}), service: svc, ingress: ingress("")},
+			wantReplicas:    [3]int32{3, 2, 1},
+			wantReady:       wantCondition{metav1.ConditionFalse, appv1beta1.ReasonReplicasUnavailable, "1 of 3"},
+			wantProgressing: wantCondition{metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "available"},
+			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
+		},
+		{
+			name:            "rolled out, every child present",
+			app:             testApp(),
+			obs:             observed{deployment: rolledOut(3), service: svc, ingress: ingress("web.shop.example.com")},
+			wantReplicas:    [3]int32{3, 3, 3},
+			wantURL:         "http://web.shop.example.com/",
+			wantReady:       wantCondition{metav1.ConditionTrue, appv1beta1.ReasonAvailable, "3 of 3"},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonRolloutComplete, ""},
+			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
+		},
+		{
+			name: "Deployment only: no Service or Ingress asked for",
+			app: testApp(func(a *appv1beta1.App) {
+				a.Spec.EnableService, a.Spec.EnableIngress = false, false
+			}),
+			obs:             observed{deployment: rolledOut(3)},
+			wantReplicas:    [3]int32{3, 3, 3},
+			wantReady:       wantCondition{metav1.ConditionTrue, appv1beta1.ReasonAvailable, ""},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonRolloutComplete, ""},
+			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
+		},
+		{
+			name:            "zero replicas are ready at once",
+			app:             testApp(func(a *appv1beta1.App) { a.Spec.Replicas = ptr.To[int32](0) }),
+			obs:             observed{deployment: rolledOut(0), service: svc, ingress: ingress("")},
+			wantReady:       wantCondition{metav1.ConditionTrue, appv1beta1.ReasonAvailable, "0 of 0"},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonRolloutComplete, ""},
+			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
+		},
+		{
+			name:            "someone else's Service: not ready, degraded, the Ingress held back",
+			app:             testApp(),
+			obs:             observed{deployment: rolledOut(3), errs: []error{notOwned}},
+			wantReplicas:    [3]int32{3, 3, 3},
+			wantReady:       wantCondition{metav1.ConditionFalse, appv1beta1.ReasonResourceMissing, "Missing Service web, Ingress web"},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonRolloutComplete, ""},
+			wantDegraded:    wantCondition{metav1.ConditionTrue, appv1beta1.ReasonResourceExists, "Service shop/web exists and is not ours"},
+		},
+		{
+			name: "a create that found a same-name object counts as a conflict too",
+			app:  testApp(),
+			obs: observed{deployment: rolledOut(3), service: svc, errs: []error{
+				apierrors.NewAlreadyExists(schema.GroupResource{Group: "networking.k8s.io", Resource: "ingresses"}, "web"),
+				errors.New("update Deployment shop/web: etcd is sad"),
+			}},
+			wantReplicas:    [3]int32{3, 3, 3},
+			wantReady:       wantCondition{metav1.ConditionFalse, appv1beta1.ReasonResourceMissing, "Missing Ingress web"},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonRolloutComplete, ""},
+			wantDegraded:    wantCondition{metav1.ConditionTrue, appv1beta1.ReasonResourceExists, `ingresses.networking.k8s.io "web" already exists; update Deployment shop/web: etcd is sad`},
+		},
+		{
+			name:            "write failed",
+			app:             testApp(),
+			obs:             observed{errs: []error{errors.New("create Deployment shop/web: forbidden")}, service: svc, ingress: ingress("")},
+			wantReady:       wantCondition{metav1.ConditionFalse, appv1beta1.ReasonResourceMissing, "Missing Deployment web"},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonResourceMissing, "Deployment web does not exist"},
+			wantDegraded:    wantCondition{metav1.ConditionTrue, appv1beta1.ReasonReconcileFailed, "forbidden"},
+		},
+		{
+			name: "progress deadline exceeded",
+			app:  testApp(),
+			obs: observed{deployment: deployment(3, 1, appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 3, UpdatedReplicas: 3,
+				Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+					Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "web-5d" has timed out progressing.`}}}),
+				service: svc, ingress: ingress("")},
+			wantReplicas:    [3]int32{3, 0, 0},
+			wantReady:       wantCondition{metav1.ConditionFalse, appv1beta1.ReasonReplicasUnavailable, ""},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonProgressDeadlineExceeded, "timed out"},
+			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
+		},
+		{
+			name: "old replicas still terminating",
+			app:  testApp(),
+			obs: observed{deployment: deployment(3, 2, appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 4, UpdatedReplicas: 3,
+				ReadyReplicas: 4, AvailableReplicas: 4}), service: svc, ingress: ingress("")},
+			wantReplicas:    [3]int32{4, 4, 4},
+			wantReady:       wantCondition{metav1.ConditionTrue, appv1beta1.ReasonAvailable, ""},
+			wantProgressing: wantCondition{metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "old replicas"},
+			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
+		},
+	}
+	now := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := appStatus(tc.app, tc.obs, now)
+			if s.ObservedGeneration != tc.app.Generation {
+				t.Errorf("observedGeneration = %d, want %d", s.ObservedGeneration, tc.app.Generation)
+			}
+			if got := [3]int32{s.Replicas, s.ReadyReplicas, s.AvailableReplicas}; got != tc.wantReplicas {
+				t.Errorf("replicas, ready, available = %v, want %v", got, tc.wantReplicas)
+			}
+			if s.URL != tc.wantURL {
+				t.Errorf("url = %q, want %q", s.URL, tc.wantURL)
+			}
+			if len(s.Conditions) != 3 {
+				t.Errorf("conditions = %+v, want Ready, Progressing and Degraded", s.Conditions)
+			}
+			checkCondition(t, s, appv1beta1.ConditionReady, tc.wantReady)
+			checkCondition(t, s, appv1beta1.ConditionProgressing, tc.wantProgressing)
+			checkCondition(t, s, appv1beta1.ConditionDegraded, tc.wantDegraded)
+		})
+	}
+}
+
+func checkCondition(t *testing.T, s appv1beta1.AppStatus, conditionType string, want wantCondition) {
+	t.Helper()
+	c := meta.FindStatusCondition(s.Conditions, conditionType)
+	if c == nil {
+		t.Errorf("no %s condition", conditionType)
+		return
+	}
+	if c.Status != want.status || c.Reason != want.reason || !strings.Contains(c.Message, want.message) {
+		t.Errorf("%s = %s/%s %q, want %s/%s containing %q", conditionType, c.Status, c.Reason, c.Message, want.status, want.reason, want.message)
+	}
+	if c.ObservedGeneration != 1 {
+		t.Errorf("%s observedGeneration = %d, want 1", conditionType, c.ObservedGeneration)
+	}
+}
+
+// A second reconcile of an unchanged world computes the same status, so it
+// writes nothing; a changed condition gets a new transition time, the others
+// keep theirs.
+func TestAppStatusIsStable(t *testing.T) {
+	app := testApp()
+	obs := observed{deployment: deployment(3, 1, appsv1.DeploymentStatus{}), service: &corev1.Service{}, ingress: ingress("h")}
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	app.Status = appStatus(app, obs, t0)
+
+	again := appStatus(app, obs, metav1.NewTime(t0.Add(time.Hour)))
+	if !apiequality.Semantic.DeepEqual(again, app.Status) {
+		t.Fatalf("status changed without a change in the world:\n%+v\n%+v", app.Status, again)
+	}
+
+	t1 := metav1.NewTime(t0.Add(2 * time.Hour))
+	obs.deployment = rolledOut(3)
+	next := appStatus(app, obs, t1)
+	if c := meta.FindStatusCondition(next.Conditions, appv1beta1.ConditionReady); !c.LastTransitionTime.Equal(&t1) {
+		t.Errorf("Ready transitioned at %v, want %v", c.LastTransitionTime, t1)
+	}
+	if c := meta.FindStatusCondition(next.Conditions, appv1beta1.ConditionDegraded); !c.LastTransitionTime.Equal(&t0) {
+		t.Errorf("unchanged Degraded moved its transition time to %v", c.LastTransitionTime)
+	}
+	// The App's own status is not modified in place.
+	if c := meta.FindStatusCondition(app.Status.Conditions, appv1beta1.ConditionReady); c.Status != metav1.ConditionFalse {
+		t.Error("appStatus modified the App's conditions")
+	}
+}

@@ -1,0 +1,99 @@
+package app
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+
+	"github.com/ndsl/controller-manager/test/integration/framework"
+)
+
+// serviceAccountWithAppRole returns a client config for a ServiceAccount
+// bound to nothing but the App controller's ClusterRole from manifests/.
+func serviceAccountWithAppRole(t *testing.T) func(ns string) *rest.Config {
+	return func(ns string) *rest.Config {
+		ctx := context.Background()
+		var role rbacv1.ClusterRole
+		framework.LoadManifest(t, "rbac/app-controller.yaml", &role)
+		role.Name = ns + ":" + role.Name
+		if _, err := cp.Client.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "app-controller"}},
+		}
+		if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cp.Client.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
+			_ = cp.Client.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{})
+		})
+		cfg, err := cp.ServiceAccountKubeconfig(ctx, ns, "app-controller", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+}
+
+// The shipped ClusterRole is enough for everything the controller does:
+// watch, create, repair with apply and patch, delete, write status and
+// events.
+func TestShippedRBACSuffices(t *testing.T) {
+	e := setup(t, serviceAccountWithAppRole(t))
+	ctx := context.Background()
+	framework.Eventually(t, timeout, "/readyz with the ServiceAccount's permissions", func(context.Context) (bool, error) {
+		status, _, err := e.m.Get("/readyz")
+		return status == 200, err
+	})
+
+	e.create(newApp("rbac", true, true))
+	e.waitConverged("rbac") // created three children, wrote status
+	e.waitEvent("rbac", corev1.EventTypeNormal, "CreatedIngress")
+
+	// Repaired with server-side apply (image) and a JSON patch (port).
+	d, err := e.kube.AppsV1().Deployments(e.ns).Get(ctx, "rbac", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Template.Spec.Containers[0].Image = "evil:1"
+	if _, err := e.kube.AppsV1().Deployments(e.ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := e.kube.CoreV1().Services(e.ns).Get(ctx, "rbac", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Spec.Ports[0].Port = 8080
+	if _, err := e.kube.CoreV1().Services(e.ns).Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, timeout, "both repairs", func(ctx context.Context) (bool, error) {
+		d, err := e.kube.AppsV1().Deployments(e.ns).Get(ctx, "rbac", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		svc, err := e.kube.CoreV1().Services(e.ns).Get(ctx, "rbac", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return d.Spec.Template.Spec.Containers[0].Image == "nginx:1.27" &&
+			len(svc.Spec.Ports) == 1 && svc.Spec.Ports[0].Port == 80 && svc.Spec.Ports[0].TargetPort == intstr.FromInt32(80), nil
+	})
+
+	// Deletes.
+	e.patchSpec("rbac", `{"enable_ingress":false}`)
+	e.waitGone("the Ingress", func(ctx context.Context) error {
+		_, err := e.kube.NetworkingV1().Ingresses(e.ns).Get(ctx, "rbac", metav1.GetOptions{})
+		return err
+	})
+	e.waitConverged("rbac")
+}

@@ -1,0 +1,186 @@
+package writes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	appcontroller "github.com/ndsl/controller-manager/controllers/app"
+	"github.com/ndsl/controller-manager/pkg/controller"
+	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
+	"github.com/ndsl/controller-manager/test/integration/framework"
+)
+
+const timeout = time.Minute
+
+// Converging N new Apps costs at most 4 writes each (3 creates and 1 status
+// update); once converged, resyncs that reconcile every App again write
+// nothing at all.
+//
+// Counted: every POST, PUT, PATCH and DELETE the manager sends, except the
+// events it records (POST and PATCH of .../events), which are reported
+// separately. The resync check counts everything, events included.
+func TestWritesPerAppAndZeroWriteResync(t *testing.T) {
+	const n = 20
+	ctx := context.Background()
+	if err := framework.InstallCRDs(ctx, cp.Config); err != nil {
+		t.Fatal(err)
+	}
+	ns := framework.CreateNamespace(t, cp.Client)
+	typed, err := versioned.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps := typed.AppV1beta1().Apps(ns)
+
+	m := framework.StartManager(t, cp.Config, func(o *options.Options) {
+		o.Generic.Controllers = []string{appcontroller.ControllerName}
+		o.Generic.MinResyncPeriod = time.Second // resync every 1-2 s
+		o.App.IngressDomain = "apps.example.com"
+	})
+	framework.Eventually(t, timeout, "the manager to be ready", func(context.Context) (bool, error) {
+		status, _, err := m.Get("/readyz")
+		return status == 200, err
+	})
+	before := writesByPath(t, m)
+
+	for i := range n {
+		app := &appv1beta1.App{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i)},
+			Spec: appv1beta1.AppSpec{Image: "nginx:1.27", Replicas: ptr.To[int32](2),
+				EnableService: true, EnableIngress: true},
+		}
+		if _, err := apps.Create(ctx, app, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	framework.Eventually(t, timeout, "every App converged", func(ctx context.Context) (bool, error) {
+		list, err := apps.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		done := 0
+		for _, a := range list.Items {
+			degraded := meta.FindStatusCondition(a.Status.Conditions, appv1beta1.ConditionDegraded)
+			if a.Status.ObservedGeneration == a.Generation && a.Status.URL != "" &&
+				degraded != nil && degraded.Status == metav1.ConditionFalse {
+				done++
+			}
+		}
+		return done == n, nil
+	})
+	managed := metav1.ListOptions{LabelSelector: controller.ManagedByLabel + "=" + controller.ManagedByValue}
+	deployments, err := cp.Client.AppsV1().Deployments(ns).List(ctx, managed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	services, err := cp.Client.CoreV1().Services(ns).List(ctx, managed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingresses, err := cp.Client.NetworkingV1().Ingresses(ns).List(ctx, managed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deployments.Items) != n || len(services.Items) != n || len(ingresses.Items) != n {
+		t.Fatalf("children: %d Deployments, %d Services, %d Ingresses; want %d of each",
+			len(deployments.Items), len(services.Items), len(ingresses.Items), n)
+	}
+	framework.Eventually(t, timeout, "the queue to drain", func(context.Context) (bool, error) {
+		return queueEmpty(m)
+	})
+
+	writes, events := 0, 0
+	byKind := map[string]int{}
+	for path, count := range writesByPath(t, m) {
+		count -= before[path]
+		byKind[kindOf(path)] += count
+		if strings.HasSuffix(kindOf(path), " events") {
+			events += count
+		} else {
+			writes += count
+		}
+	}
+	t.Logf("converging %d Apps: %d writes (%.2f per App), plus %d event writes: %v",
+		n, writes, float64(writes)/n, events, byKind)
+	if writes > 4*n {
+		t.Errorf("converging %d Apps made %d writes, more than 4 per App", n, writes)
+	}
+
+	// Every App reconciled at least twice more by resyncs: not one write.
+	writesBefore := m.Writes.Total()
+	reconcilesBefore := framework.ReconcileCount(t, appcontroller.ControllerName)
+	framework.Eventually(t, timeout, "two rounds of resync", func(context.Context) (bool, error) {
+		return framework.ReconcileCount(t, appcontroller.ControllerName)-reconcilesBefore >= 2*n, nil
+	})
+	if extra := m.Writes.Total() - writesBefore; extra != 0 {
+		t.Fatalf("resyncs of converged Apps made %d write requests; all writes so far:\n%s", extra, m.Writes.Summary())
+	}
+}
+
+// writesByPath reads the manager's write counter, keyed "METHOD /path".
+func writesByPath(t *testing.T, m *framework.Manager) map[string]int {
+	t.Helper()
+	counts := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(m.Writes.Summary()), "\n") {
+		if line == "" {
+			continue
+		}
+		count, path, ok := strings.Cut(line, "× ")
+		n, err := strconv.Atoi(count)
+		if !ok || err != nil {
+			t.Fatalf("unexpected write counter line %q", line)
+		}
+		counts[path] += n
+	}
+	return counts
+}
+
+// kindOf turns "PUT /apis/g/v/namespaces/ns/apps/a/status" into
+// "PUT apps/status": the method, the resource and any subresource.
+func kindOf(path string) string {
+	method, path, _ := strings.Cut(path, " ")
+	_, rest, ok := strings.Cut(path, "/namespaces/")
+	if !ok {
+		return method + " " + path
+	}
+	parts := strings.Split(rest, "/") // ns, resource[, name[, subresource]]
+	kind := method + " " + parts[min(1, len(parts)-1)]
+	if len(parts) > 3 {
+		kind += "/" + parts[3]
+	}
+	return kind
+}
+
+// queueEmpty reads /debug/controllers and reports whether every running
+// controller's queue is empty.
+func queueEmpty(m *framework.Manager) (bool, error) {
+	status, body, err := m.Get("/debug/controllers")
+	if err != nil || status != 200 {
+		return false, fmt.Errorf("GET /debug/controllers: %d %v", status, err)
+	}
+	var debug struct {
+		Controllers []struct {
+			QueueDepth *int `json:"queueDepth"`
+		} `json:"controllers"`
+	}
+	if err := json.Unmarshal([]byte(body), &debug); err != nil {
+		return false, err
+	}
+	for _, c := range debug.Controllers {
+		if c.QueueDepth == nil || *c.QueueDepth != 0 {
+			return false, nil
+		}
+	}
+	return len(debug.Controllers) > 0, nil
+}
