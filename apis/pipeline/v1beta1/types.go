@@ -58,7 +58,10 @@ type PipelineSpec struct {
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 
-	// ModelStorage is the volume the steps read their models from.
+	// ModelStorage is the volume the steps read their models from. Every
+	// step mounts its sub-directory named after the Pipeline (for nfs,
+	// <share>/<pipeline name> on the server, which must exist) at /data and
+	// reads its model from /data/<model>.
 	// +required
 	ModelStorage ModelStorage `json:"modelStorage"`
 }
@@ -180,7 +183,7 @@ type StepStatus struct {
 	// +optional
 	ServiceName string `json:"serviceName,omitempty"`
 
-	// Replicas is the number of pods of the step's Deployment.
+	// Replicas is the number of pods the step's Deployment asks for.
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
 

@@ -21,7 +21,10 @@ type PipelineSpecApplyConfiguration struct {
 	// Namespace is where the steps' Deployments and Services and the
 	// storage claim are created. Empty means the controller's default.
 	Namespace *string `json:"namespace,omitempty"`
-	// ModelStorage is the volume the steps read their models from.
+	// ModelStorage is the volume the steps read their models from. Every
+	// step mounts its sub-directory named after the Pipeline (for nfs,
+	// <share>/<pipeline name> on the server, which must exist) at /data and
+	// reads its model from /data/<model>.
 	ModelStorage *ModelStorageApplyConfiguration `json:"modelStorage,omitempty"`
 }
 

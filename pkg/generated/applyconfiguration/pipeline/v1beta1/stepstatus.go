@@ -17,7 +17,7 @@ type StepStatusApplyConfiguration struct {
 	DeploymentName *string `json:"deploymentName,omitempty"`
 	// ServiceName is the name of the step's Service.
 	ServiceName *string `json:"serviceName,omitempty"`
-	// Replicas is the number of pods of the step's Deployment.
+	// Replicas is the number of pods the step's Deployment asks for.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// ReadyReplicas is the number of those pods that are ready.
 	ReadyReplicas *int32 `json:"readyReplicas,omitempty"`
