@@ -8,6 +8,7 @@ import (
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/controllers/cleanup"
 	"github.com/ndsl/controller-manager/controllers/ingress"
+	"github.com/ndsl/controller-manager/controllers/pipeline"
 )
 
 // NewRegistry lists every controller the manager can run.
@@ -21,6 +22,10 @@ func NewRegistry() Registry {
 		{
 			Name: appcontroller.ControllerName,
 			New:  newAppController,
+		},
+		{
+			Name: pipeline.ControllerName,
+			New:  newPipelineController,
 		},
 		{
 			Name:              cleanup.ControllerName,
@@ -56,6 +61,31 @@ func newCleanupController(_ context.Context, cc ControllerContext) (Controller, 
 		cc.EventRecorder(cleanup.ControllerName),
 		cc.Options.Cleanup,
 	), nil
+}
+
+func newPipelineController(ctx context.Context, cc ControllerContext) (Controller, error) {
+	kubeClient, err := cc.KubeClient(pipeline.ControllerName)
+	if err != nil {
+		return nil, err
+	}
+	crdClient, err := cc.CRDClient(pipeline.ControllerName)
+	if err != nil {
+		return nil, err
+	}
+	core := cc.InformerFactory.Core().V1()
+	return pipeline.NewController(ctx,
+		cc.CRDInformerFactory.Pipeline().V1beta1().Pipelines(),
+		cc.InformerFactory.Apps().V1().Deployments(),
+		core.Services(),
+		core.PersistentVolumeClaims(),
+		core.PersistentVolumes(),
+		core.Namespaces(),
+		core.Nodes(),
+		kubeClient,
+		crdClient,
+		cc.EventRecorder(pipeline.ControllerName),
+		cc.Options.Pipeline,
+	)
 }
 
 func newAppController(ctx context.Context, cc ControllerContext) (Controller, error) {

@@ -18,6 +18,7 @@ import (
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/controllers/cleanup"
 	"github.com/ndsl/controller-manager/controllers/ingress"
+	"github.com/ndsl/controller-manager/controllers/pipeline"
 
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 )
@@ -29,9 +30,10 @@ type Options struct {
 	Logs           *logsapi.LoggingConfiguration
 
 	// One field per controller, bound to its own flag set.
-	Ingress ingress.Options
-	Cleanup cleanup.Options
-	App     appcontroller.Options
+	Ingress  ingress.Options
+	Pipeline pipeline.Options
+	Cleanup  cleanup.Options
+	App      appcontroller.Options
 }
 
 // GenericOptions are the flags not specific to one controller.
@@ -67,10 +69,11 @@ func NewOptions() *Options {
 			ResourceName:      "controller-manager",
 			ResourceNamespace: "",
 		},
-		Logs:    logsapi.NewLoggingConfiguration(),
-		Ingress: ingress.DefaultOptions(),
-		Cleanup: cleanup.DefaultOptions(),
-		App:     appcontroller.DefaultOptions(),
+		Logs:     logsapi.NewLoggingConfiguration(),
+		Ingress:  ingress.DefaultOptions(),
+		Pipeline: pipeline.DefaultOptions(),
+		Cleanup:  cleanup.DefaultOptions(),
+		App:      appcontroller.DefaultOptions(),
 	}
 }
 
@@ -103,6 +106,7 @@ func (o *Options) Flags(allControllers, disabledByDefault []string) cliflag.Name
 	verflag.AddFlags(fss.FlagSet("misc"))
 
 	bindIngressFlags(&o.Ingress, fss.FlagSet("ingress controller"))
+	bindPipelineFlags(&o.Pipeline, fss.FlagSet("pipeline controller"))
 	bindCleanupFlags(&o.Cleanup, fss.FlagSet("cleanup controller"))
 	bindAppFlags(&o.App, fss.FlagSet("app controller"))
 	return fss
@@ -136,6 +140,9 @@ func (o *Options) Validate() error {
 		}
 	}
 	if err := o.Ingress.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.Pipeline.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := o.Cleanup.Validate(); err != nil {

@@ -1,0 +1,359 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	"github.com/ndsl/controller-manager/pkg/controller"
+)
+
+// samplePipeline is the v1beta1 sample of the design notes, as the API
+// server defaults it.
+func samplePipeline() *pipelinev1beta1.Pipeline {
+	return &pipelinev1beta1.Pipeline{
+		ObjectMeta: metav1.ObjectMeta{Name: "facedetection-pipeline", UID: "p-uid", Generation: 1},
+		Spec: pipelinev1beta1.PipelineSpec{
+			Steps: []pipelinev1beta1.PipelineStep{{
+				Image: "nginx:latest", Location: "xx-test-node236", Model: "facedetection-1",
+				Replicas: ptr.To[int32](1), Args: map[string]string{"listenPort": "9080"},
+			}, {
+				Image: "nginx:latest", Location: "xx-test-node239", Model: "facedetection-2",
+				Replicas: ptr.To[int32](1), Args: map[string]string{},
+			}},
+			ListenPort: 9080,
+			ModelStorage: pipelinev1beta1.ModelStorage{
+				Type:         pipelinev1beta1.StorageTypeNFS,
+				CSIParameter: &pipelinev1beta1.CSIParameter{Server: "192.168.20.235", Share: "/home/aiedge/csiTest"},
+				Size:         ptr.To(resource.MustParse("10Gi")),
+			},
+		},
+	}
+}
+
+func envMap(env []corev1.EnvVar) map[string]string {
+	m := map[string]string{}
+	for _, e := range env {
+		m[e.Name] = e.Value
+	}
+	return m
+}
+
+func TestTargetNamespace(t *testing.T) {
+	p := samplePipeline()
+	if got := targetNamespace(p, "pipeline"); got != "pipeline" {
+		t.Errorf("without spec.namespace: %q, want the default", got)
+	}
+	p.Spec.Namespace = "inference"
+	if got := targetNamespace(p, "pipeline"); got != "inference" {
+		t.Errorf("with spec.namespace: %q, want inference", got)
+	}
+}
+
+func TestDesiredDeployments(t *testing.T) {
+	cases := []struct {
+		name      string
+		mutate    func(p *pipelinev1beta1.Pipeline)
+		step      int
+		wantName  string
+		wantEnv   map[string]string
+		wantArgs  []string
+		wantNodes []string // nil: no affinity
+		wantRepl  int32
+	}{{
+		name: "first step begins and sends to the second", step: 0,
+		wantName: "facedetection-pipeline-facedetection-1",
+		wantEnv: map[string]string{
+			EnvModelPath: "/data/facedetection-1", EnvListenPort: "9080", EnvBegin: "true",
+			EnvDST: "facedetection-pipeline-facedetection-2.ns.svc:9080",
+		},
+		wantArgs: []string{"--listenPort=9080"}, wantNodes: []string{"xx-test-node236"}, wantRepl: 1,
+	}, {
+		name: "last step sends back to the first", step: 1,
+		wantName: "facedetection-pipeline-facedetection-2",
+		wantEnv: map[string]string{
+			EnvModelPath: "/data/facedetection-2", EnvListenPort: "9080",
+			EnvDST: "facedetection-pipeline-facedetection-1.ns.svc:9080",
+		},
+		wantArgs: []string{}, wantNodes: []string{"xx-test-node239"}, wantRepl: 1,
+	}, {
+		name: "v1 form: locations merged with location, replicas, listen port, sorted args",
+		mutate: func(p *pipelinev1beta1.Pipeline) {
+			p.Spec.ListenPort = 8000
+			s := &p.Spec.Steps[0]
+			s.Locations = []string{"node-b", "xx-test-node236", "node-c"}
+			s.Replicas = ptr.To[int32](3)
+			s.Args = map[string]string{"z": "1", "a": "x=y", "m": ""}
+		},
+		step:     0,
+		wantName: "facedetection-pipeline-facedetection-1",
+		wantEnv: map[string]string{
+			EnvModelPath: "/data/facedetection-1", EnvListenPort: "8000", EnvBegin: "true",
+			EnvDST: "facedetection-pipeline-facedetection-2.ns.svc:8000",
+		},
+		wantArgs:  []string{"--a=x=y", "--m=", "--z=1"},
+		wantNodes: []string{"xx-test-node236", "node-b", "node-c"}, wantRepl: 3,
+	}, {
+		name:   "no location: no affinity; replicas unset means 1",
+		mutate: func(p *pipelinev1beta1.Pipeline) { p.Spec.Steps[1].Location = ""; p.Spec.Steps[1].Replicas = nil },
+		step:   1, wantName: "facedetection-pipeline-facedetection-2",
+		wantEnv: map[string]string{
+			EnvModelPath: "/data/facedetection-2", EnvListenPort: "9080",
+			EnvDST: "facedetection-pipeline-facedetection-1.ns.svc:9080",
+		},
+		wantArgs: []string{}, wantRepl: 1,
+	}, {
+		name: "a single step sends to itself",
+		mutate: func(p *pipelinev1beta1.Pipeline) {
+			p.Spec.Steps = p.Spec.Steps[:1]
+		},
+		step: 0, wantName: "facedetection-pipeline-facedetection-1",
+		wantEnv: map[string]string{
+			EnvModelPath: "/data/facedetection-1", EnvListenPort: "9080", EnvBegin: "true",
+			EnvDST: "facedetection-pipeline-facedetection-1.ns.svc:9080",
+		},
+		wantArgs: []string{"--listenPort=9080"}, wantNodes: []string{"xx-test-node236"}, wantRepl: 1,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := samplePipeline()
+			if tc.mutate != nil {
+				tc.mutate(p)
+			}
+			d := desiredDeployment(p, "ns", tc.step)
+			if d.Name != tc.wantName || d.Namespace != "ns" {
+				t.Errorf("name = %s/%s, want ns/%s", d.Namespace, d.Name, tc.wantName)
+			}
+			if !controller.IsControlledBy(d, p) {
+				t.Error("Deployment is not controlled by the Pipeline")
+			}
+			ref := metav1.GetControllerOf(d)
+			if ref.APIVersion != "distri-infer.ndsl.cn/v1beta1" || ref.Kind != "Pipeline" || !ptr.Deref(ref.BlockOwnerDeletion, false) {
+				t.Errorf("owner reference = %+v", ref)
+			}
+			wantLabels := map[string]string{
+				LabelPipeline: p.Name, LabelStep: []string{"1", "2"}[tc.step],
+				labelName: p.Spec.Steps[tc.step].Model, labelInstance: tc.wantName,
+				controller.ManagedByLabel: controller.ManagedByValue,
+			}
+			for k, v := range wantLabels {
+				if d.Labels[k] != v || d.Spec.Template.Labels[k] != v {
+					t.Errorf("label %s = %q (pod %q), want %q", k, d.Labels[k], d.Spec.Template.Labels[k], v)
+				}
+			}
+			for k, v := range d.Spec.Selector.MatchLabels {
+				if d.Spec.Template.Labels[k] != v {
+					t.Errorf("selector %s=%s does not select the pods", k, v)
+				}
+			}
+			if _, ok := d.Spec.Selector.MatchLabels[LabelStep]; ok {
+				t.Error("selector contains the step position, which changes on reorder")
+			}
+			if got := ptr.Deref(d.Spec.Replicas, -1); got != tc.wantRepl {
+				t.Errorf("replicas = %d, want %d", got, tc.wantRepl)
+			}
+			pod := d.Spec.Template.Spec
+			c := pod.Containers[0]
+			if c.Image != p.Spec.Steps[tc.step].Image {
+				t.Errorf("image = %q", c.Image)
+			}
+			if got := envMap(c.Env); len(got) != len(tc.wantEnv) {
+				t.Errorf("env = %v, want %v", got, tc.wantEnv)
+			} else {
+				for k, v := range tc.wantEnv {
+					if got[k] != v {
+						t.Errorf("env %s = %q, want %q", k, got[k], v)
+					}
+				}
+			}
+			if strings.Join(c.Args, " ") != strings.Join(tc.wantArgs, " ") || len(c.Args) != len(tc.wantArgs) {
+				t.Errorf("args = %q, want %q", c.Args, tc.wantArgs)
+			}
+			if len(c.Ports) != 1 || c.Ports[0].ContainerPort != listenPort(p) || c.Ports[0].Protocol != corev1.ProtocolTCP {
+				t.Errorf("ports = %+v", c.Ports)
+			}
+			if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/data" || c.VolumeMounts[0].Name != pod.Volumes[0].Name {
+				t.Errorf("mounts = %+v", c.VolumeMounts)
+			}
+			if claim := pod.Volumes[0].PersistentVolumeClaim; claim == nil || claim.ClaimName != storageName(p, "ns") {
+				t.Errorf("volume = %+v, want the claim %s", pod.Volumes[0], storageName(p, "ns"))
+			}
+			if tc.wantNodes == nil {
+				if pod.Affinity != nil {
+					t.Errorf("affinity = %+v, want none", pod.Affinity)
+				}
+				return
+			}
+			terms := pod.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+			expr := terms[0].MatchExpressions[0]
+			if len(terms) != 1 || expr.Key != "kubernetes.io/hostname" || expr.Operator != corev1.NodeSelectorOpIn ||
+				strings.Join(expr.Values, ",") != strings.Join(tc.wantNodes, ",") {
+				t.Errorf("node affinity = %+v, want hostname In %v", terms, tc.wantNodes)
+			}
+		})
+	}
+}
+
+func TestDesiredService(t *testing.T) {
+	p := samplePipeline()
+	p.Spec.ListenPort = 7000
+	s := desiredService(p, "ns", 1)
+	d := desiredDeployment(p, "ns", 1)
+	if s.Name != d.Name || s.Namespace != "ns" {
+		t.Errorf("Service %s/%s, want the Deployment's name %s", s.Namespace, s.Name, d.Name)
+	}
+	if !controller.IsControlledBy(s, p) || s.Labels[LabelStep] != "2" || s.Labels[LabelPipeline] != p.Name {
+		t.Errorf("metadata = %+v", s.ObjectMeta)
+	}
+	for k, v := range s.Spec.Selector {
+		if d.Spec.Template.Labels[k] != v {
+			t.Errorf("selector %s=%s does not select the step's pods", k, v)
+		}
+	}
+	if len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Port != 7000 || s.Spec.Ports[0].TargetPort.IntValue() != 7000 {
+		t.Errorf("ports = %+v, want 7000 -> 7000", s.Spec.Ports)
+	}
+}
+
+func TestDesiredStorage(t *testing.T) {
+	p := samplePipeline()
+	pv := desiredPersistentVolume(p, "ns")
+	pvc := desiredPersistentVolumeClaim(p, "ns")
+	if pv.Name != pvc.Name || pvc.Namespace != "ns" || pv.Namespace != "" {
+		t.Fatalf("PV %q, PVC %s/%s: want one name, the claim in ns", pv.Name, pvc.Namespace, pvc.Name)
+	}
+	if !strings.HasPrefix(pv.Name, "facedetection-pipeline-models-") {
+		t.Errorf("PV name = %q", pv.Name)
+	}
+	if !controller.IsControlledBy(pv, p) || !controller.IsControlledBy(pvc, p) {
+		t.Error("storage is not controlled by the Pipeline")
+	}
+	csi := pv.Spec.CSI
+	if csi == nil || csi.Driver != "nfs.csi.k8s.io" ||
+		csi.VolumeAttributes["server"] != "192.168.20.235" || csi.VolumeAttributes["share"] != "/home/aiedge/csiTest" ||
+		csi.VolumeAttributes["subDir"] != p.Name ||
+		csi.VolumeHandle != "192.168.20.235#/home/aiedge/csiTest#facedetection-pipeline" {
+		t.Errorf("csi = %+v", csi)
+	}
+	if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain ||
+		len(pv.Spec.AccessModes) != 1 || pv.Spec.AccessModes[0] != corev1.ReadWriteMany ||
+		pv.Spec.StorageClassName != "" {
+		t.Errorf("PV spec = %+v", pv.Spec)
+	}
+	if q := pv.Spec.Capacity[corev1.ResourceStorage]; q.String() != "10Gi" {
+		t.Errorf("capacity = %s", q.String())
+	}
+	if ref := pv.Spec.ClaimRef; ref == nil || ref.Namespace != "ns" || ref.Name != pvc.Name {
+		t.Errorf("claimRef = %+v, want the claim", ref)
+	}
+	if pvc.Spec.VolumeName != pv.Name || ptr.Deref(pvc.Spec.StorageClassName, "nil") != "" ||
+		len(pvc.Spec.AccessModes) != 1 || pvc.Spec.AccessModes[0] != corev1.ReadWriteMany {
+		t.Errorf("PVC spec = %+v", pvc.Spec)
+	}
+	if q := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != "10Gi" {
+		t.Errorf("request = %s", q.String())
+	}
+
+	// Everything the volume's immutable source depends on renames it.
+	for name, mutate := range map[string]func(p *pipelinev1beta1.Pipeline, ns *string){
+		"namespace": func(_ *pipelinev1beta1.Pipeline, ns *string) { *ns = "other" },
+		"server":    func(p *pipelinev1beta1.Pipeline, _ *string) { p.Spec.ModelStorage.CSIParameter.Server = "10.0.0.1" },
+		"share":     func(p *pipelinev1beta1.Pipeline, _ *string) { p.Spec.ModelStorage.CSIParameter.Share = "/other" },
+		"size": func(p *pipelinev1beta1.Pipeline, _ *string) {
+			p.Spec.ModelStorage.Size = ptr.To(resource.MustParse("20Gi"))
+		},
+	} {
+		changed, ns := samplePipeline(), "ns"
+		mutate(changed, &ns)
+		if storageName(changed, ns) == pv.Name {
+			t.Errorf("changing the %s keeps the storage name %s", name, pv.Name)
+		}
+	}
+	// The default size and an explicit 10Gi are the same volume.
+	unset := samplePipeline()
+	unset.Spec.ModelStorage.Size = nil
+	if storageName(unset, "ns") != pv.Name {
+		t.Error("the defaulted size renames the volume")
+	}
+}
+
+func TestNamesAreValidAndDistinct(t *testing.T) {
+	long := strings.Repeat("a", 200) + ".example.com"
+	cases := []struct {
+		pipeline, model string
+		want            string // "" means: only check validity
+	}{
+		{"facedetection-pipeline", "facedetection-1", "facedetection-pipeline-facedetection-1"},
+		{"1st", "m", ""},     // a leading digit is not a DNS-1035 label
+		{"a.b", "m", ""},     // dots are not allowed in labels
+		{long, "model", ""},  // too long
+		{long, "model2", ""}, // too long, must differ from the previous
+		{"p", strings.Repeat("m", 63), ""},
+	}
+	seen := map[string]string{}
+	for _, tc := range cases {
+		p := samplePipeline()
+		p.Name = tc.pipeline
+		name := stepName(p, tc.model)
+		if errs := validation.IsDNS1035Label(name); len(errs) > 0 {
+			t.Errorf("stepName(%q, %q) = %q: %v", tc.pipeline, tc.model, name, errs)
+		}
+		if tc.want != "" && name != tc.want {
+			t.Errorf("stepName(%q, %q) = %q, want %q", tc.pipeline, tc.model, name, tc.want)
+		}
+		if other, dup := seen[name]; dup {
+			t.Errorf("%q and %q share the name %q", other, tc.pipeline+"/"+tc.model, name)
+		}
+		seen[name] = tc.pipeline + "/" + tc.model
+		if stepName(p, tc.model) != name {
+			t.Error("stepName is not deterministic")
+		}
+
+		storage := storageName(p, "some-namespace")
+		if errs := validation.IsDNS1035Label(storage); len(errs) > 0 {
+			t.Errorf("storageName(%q) = %q: %v", tc.pipeline, storage, errs)
+		}
+		if errs := validation.IsValidLabelValue(pipelineLabelValue(p.Name)); len(errs) > 0 {
+			t.Errorf("pipelineLabelValue(%q) = %q: %v", p.Name, pipelineLabelValue(p.Name), errs)
+		}
+	}
+	// "a-b" is a name as written; "a.b" must not meet it.
+	p1, p2 := samplePipeline(), samplePipeline()
+	p1.Name, p2.Name = "a-b", "a.b"
+	if stepName(p1, "m") == stepName(p2, "m") {
+		t.Errorf("pipelines a-b and a.b share step name %q", stepName(p1, "m"))
+	}
+	if pipelineLabelValue("short") != "short" {
+		t.Error("a short name is not its own label value")
+	}
+	if pipelineLabelValue(long) == pipelineLabelValue(long+"x") {
+		t.Error("long names that differ share a label value")
+	}
+}
+
+func TestPipelineNodes(t *testing.T) {
+	p := samplePipeline()
+	p.Spec.Steps[1].Locations = []string{"xx-test-node236", "node-x", ""}
+	got := strings.Join(pipelineNodes(p), ",")
+	if got != "xx-test-node236,xx-test-node239,node-x" {
+		t.Errorf("pipelineNodes = %s", got)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	o := DefaultOptions()
+	if err := o.Validate(); err != nil || o.Workers != 5 || o.DefaultNamespace != "pipeline" {
+		t.Fatalf("defaults %+v: %v", o, err)
+	}
+	for _, bad := range []Options{{Workers: 0, DefaultNamespace: "x"}, {Workers: 1, DefaultNamespace: "Not_A_Namespace"}, {Workers: 1}} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package pipeline
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	"github.com/ndsl/controller-manager/pkg/controller"
+)
+
+func testQueue() controller.Queue {
+	return workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[controller.Key]())
+}
+
+func drain(q controller.Queue) []string {
+	var keys []string
+	for q.Len() > 0 {
+		k, _ := q.Get()
+		q.Done(k)
+		keys = append(keys, k.Name)
+	}
+	return keys
+}
+
+func TestPipelineHandlerSkipsStatusOnlyUpdates(t *testing.T) {
+	q := testQueue()
+	defer q.ShutDown()
+	h := pipelineHandler(q)
+	at := func(rv string, generation int64) *pipelinev1beta1.Pipeline {
+		return &pipelinev1beta1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: rv, Generation: generation}}
+	}
+	h.OnUpdate(at("1", 1), at("2", 1)) // status write: skipped
+	if got := drain(q); len(got) != 0 {
+		t.Errorf("status-only update enqueued %v", got)
+	}
+	h.OnUpdate(at("2", 1), at("3", 2)) // spec change
+	h.OnUpdate(at("3", 2), at("3", 2)) // resync
+	h.OnAdd(at("1", 1), false)
+	if got := drain(q); len(got) != 1 { // all three collapse into one key
+		t.Errorf("spec change, resync and add enqueued %v, want [p]", got)
+	}
+}
+
+func TestChildEventsAreBatched(t *testing.T) {
+	q := testQueue()
+	defer q.ShutDown()
+	bq := batchedQueue{Queue: q, period: 50 * time.Millisecond}
+	start := time.Now()
+	for range 3 {
+		bq.Add(controller.Key{Name: "p"})
+	}
+	if q.Len() != 0 {
+		t.Fatal("a child event was not delayed")
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true,
+		func(context.Context) (bool, error) { return q.Len() > 0, nil })
+	if err != nil {
+		t.Fatal("the delayed key never arrived")
+	}
+	if time.Since(start) < 50*time.Millisecond {
+		t.Errorf("arrived after %s, want at least the period", time.Since(start))
+	}
+	// The delaying queue keeps one waiting entry per key: nothing follows.
+	if got := drain(q); len(got) != 1 {
+		t.Errorf("three events in one period gave %v, want one reconcile", got)
+	}
+}
+
+func TestNodeIndexFindsPipelinesByLocation(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{nodeIndex: indexByNode})
+	a := samplePipeline() // xx-test-node236, xx-test-node239
+	a.Name = "a"
+	b := samplePipeline()
+	b.Name = "b"
+	b.Spec.Steps = b.Spec.Steps[:1]
+	b.Spec.Steps[0].Location = ""
+	b.Spec.Steps[0].Locations = []string{"node-x", "xx-test-node239"}
+	for _, p := range []*pipelinev1beta1.Pipeline{a, b} {
+		if err := indexer.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &Controller{pipelineIndexer: indexer}
+	for node, want := range map[string][]string{
+		"xx-test-node236": {"a"}, "xx-test-node239": {"a", "b"}, "node-x": {"b"}, "elsewhere": nil,
+	} {
+		var got []string
+		for _, k := range c.pipelinesOnNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}) {
+			if k.Namespace != "" {
+				t.Errorf("key %v of a cluster-scoped Pipeline has a namespace", k)
+			}
+			got = append(got, k.Name)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("node %s: Pipelines %v, want %v", node, got, want)
+		}
+	}
+}

@@ -1,0 +1,223 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	"github.com/ndsl/controller-manager/pkg/controller"
+)
+
+// observed is what one reconcile saw and did: the children as they are after
+// its writes (nil when missing or not the Pipeline's), and what went wrong.
+type observed struct {
+	namespace string
+	volume    *corev1.PersistentVolume
+	claim     *corev1.PersistentVolumeClaim
+	// volumeErr and claimErr say why volume or claim is nil, when a write
+	// failed or the object is not ours.
+	volumeErr, claimErr error
+	steps               []observedStep // in step order
+	// conflicts are NotOwnedErrors: same-name objects that are not ours.
+	conflicts []error
+	// failures are writes that failed for another reason.
+	failures []error
+}
+
+type observedStep struct {
+	model          string
+	deploymentName string
+	serviceName    string
+	deployment     *appsv1.Deployment
+	service        *corev1.Service
+	// deploymentErr and serviceErr say why deployment or service is nil.
+	deploymentErr, serviceErr error
+	// missingNodes are the step's locations that name no Node.
+	missingNodes []string
+}
+
+// maxListed bounds how many problems a condition message lists.
+const maxListed = 5
+
+// computeStatus is the status of p given what a reconcile observed. Condition
+// transition times are kept while a condition's status does not change, so
+// that an unchanged world gives an equal status and no write.
+func computeStatus(p *pipelinev1beta1.Pipeline, obs observed, now metav1.Time) pipelinev1beta1.PipelineStatus {
+	status := pipelinev1beta1.PipelineStatus{
+		ObservedGeneration: p.Generation,
+		StepCount:          int32(len(p.Spec.Steps)),
+		Conditions:         append([]metav1.Condition(nil), p.Status.Conditions...),
+		Storage:            storageStatus(p, obs),
+	}
+	for _, s := range obs.steps {
+		st := pipelinev1beta1.StepStatus{Model: s.model, DeploymentName: s.deploymentName, ServiceName: s.serviceName}
+		if s.deployment != nil {
+			st.Replicas = replicasOf(s.deployment)
+			st.ReadyReplicas = s.deployment.Status.ReadyReplicas
+		}
+		status.Steps = append(status.Steps, st)
+	}
+
+	storage := storageCondition(obs, status.Storage)
+	steps := stepsCondition(obs)
+	degraded := degradedCondition(obs)
+	ready := metav1.Condition{Type: pipelinev1beta1.ConditionReady, Status: metav1.ConditionTrue,
+		Reason: pipelinev1beta1.ReasonReady, Message: "The storage is bound and every step has its replicas ready"}
+	switch {
+	case degraded.Status == metav1.ConditionTrue:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, degraded.Reason, degraded.Message
+	case storage.Status != metav1.ConditionTrue:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, pipelinev1beta1.ReasonStorageNotReady, storage.Message
+	case steps.Status != metav1.ConditionTrue:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, pipelinev1beta1.ReasonStepsNotReady, steps.Message
+	}
+	for _, cond := range []metav1.Condition{ready, storage, steps, degraded} {
+		cond.ObservedGeneration = p.Generation
+		cond.LastTransitionTime = now
+		meta.SetStatusCondition(&status.Conditions, cond)
+	}
+	return status
+}
+
+func storageStatus(p *pipelinev1beta1.Pipeline, obs observed) *pipelinev1beta1.StorageStatus {
+	name := storageName(p, obs.namespace)
+	s := &pipelinev1beta1.StorageStatus{PVName: name, PVCName: name}
+	if obs.volume != nil {
+		s.PVPhase = obs.volume.Status.Phase
+	}
+	if obs.claim != nil {
+		s.PVCPhase = obs.claim.Status.Phase
+	}
+	return s
+}
+
+func storageCondition(obs observed, s *pipelinev1beta1.StorageStatus) metav1.Condition {
+	cond := metav1.Condition{Type: pipelinev1beta1.ConditionStorageReady, Status: metav1.ConditionFalse, Reason: pipelinev1beta1.ReasonPending}
+	claim := fmt.Sprintf("PersistentVolumeClaim %s/%s", obs.namespace, s.PVCName)
+	switch {
+	case obs.volume == nil:
+		cond.Message = absent("PersistentVolume "+s.PVName, obs.volumeErr)
+	case obs.claim == nil:
+		cond.Message = absent(claim, obs.claimErr)
+	case obs.claim.DeletionTimestamp != nil:
+		cond.Message = claim + " is being deleted"
+	case s.PVCPhase == corev1.ClaimBound && s.PVPhase == corev1.VolumeBound:
+		cond.Status, cond.Reason = metav1.ConditionTrue, pipelinev1beta1.ReasonBound
+		cond.Message = fmt.Sprintf("%s is bound to PersistentVolume %s", claim, s.PVName)
+	default:
+		cond.Message = fmt.Sprintf("%s is %s, PersistentVolume %s is %s", claim, phaseOrUnknown(string(s.PVCPhase)), s.PVName, phaseOrUnknown(string(s.PVPhase)))
+	}
+	return cond
+}
+
+func phaseOrUnknown(phase string) string {
+	if phase == "" {
+		return "without a phase yet"
+	}
+	return phase
+}
+
+func stepsCondition(obs observed) metav1.Condition {
+	var notReady, notes []string
+	for i, s := range obs.steps {
+		step := fmt.Sprintf("step %d (%s)", i+1, s.model)
+		deployment := fmt.Sprintf("Deployment %s/%s", obs.namespace, s.deploymentName)
+		var problem string
+		switch d := s.deployment; {
+		case d == nil:
+			problem = absent(deployment, s.deploymentErr)
+		case d.DeletionTimestamp != nil:
+			problem = deployment + " is being deleted"
+		case !deploymentReady(d):
+			problem = fmt.Sprintf("%d/%d replicas ready", d.Status.ReadyReplicas, replicasOf(d))
+		case s.service == nil:
+			// The previous step's DST names it: without it the chain is broken.
+			problem = absent(fmt.Sprintf("Service %s/%s", obs.namespace, s.serviceName), s.serviceErr)
+		}
+		if len(s.missingNodes) > 0 {
+			missing := fmt.Sprintf("pinned to missing node(s) %s", strings.Join(s.missingNodes, ", "))
+			if problem == "" {
+				notes = append(notes, step+" is "+missing)
+			} else {
+				problem += ", " + missing
+			}
+		}
+		if problem != "" {
+			notReady = append(notReady, step+": "+problem)
+		}
+	}
+	if len(notReady) == 0 {
+		msg := fmt.Sprintf("All %d steps have their replicas ready", len(obs.steps))
+		if len(notes) > 0 {
+			msg += "; " + joinLimited(notes)
+		}
+		return metav1.Condition{Type: pipelinev1beta1.ConditionStepsReady, Status: metav1.ConditionTrue,
+			Reason: pipelinev1beta1.ReasonStepsAvailable, Message: msg}
+	}
+	return metav1.Condition{Type: pipelinev1beta1.ConditionStepsReady, Status: metav1.ConditionFalse,
+		Reason: pipelinev1beta1.ReasonStepsNotReady, Message: joinLimited(notReady)}
+}
+
+// absent is a short account of why the child what (kind and name) is not
+// there as one of ours: err is what its write returned, nil when there was
+// nothing to write (it is missing and the namespace is not ready).
+func absent(what string, err error) string {
+	var notOwned *controller.NotOwnedError
+	switch {
+	case errors.As(err, &notOwned):
+		return what + " is not controlled by this Pipeline"
+	case err != nil:
+		return err.Error()
+	default:
+		return what + " does not exist"
+	}
+}
+
+// deploymentReady reports whether a Deployment has rolled out its current
+// spec and all its replicas are ready, as kubectl rollout status decides.
+func deploymentReady(d *appsv1.Deployment) bool {
+	want := replicasOf(d)
+	s := d.Status
+	return s.ObservedGeneration >= d.Generation &&
+		s.UpdatedReplicas == want && s.Replicas == want && s.ReadyReplicas >= want
+}
+
+func replicasOf(d *appsv1.Deployment) int32 {
+	if d.Spec.Replicas == nil {
+		return 1
+	}
+	return *d.Spec.Replicas
+}
+
+func degradedCondition(obs observed) metav1.Condition {
+	cond := metav1.Condition{Type: pipelinev1beta1.ConditionDegraded, Status: metav1.ConditionFalse,
+		Reason: pipelinev1beta1.ReasonAsExpected, Message: "Every child is as the Pipeline asks"}
+	var msgs []string
+	for _, err := range append(append([]error(nil), obs.conflicts...), obs.failures...) {
+		msgs = append(msgs, err.Error())
+	}
+	switch {
+	case len(obs.conflicts) > 0:
+		cond.Status, cond.Reason = metav1.ConditionTrue, pipelinev1beta1.ReasonResourceExists
+	case len(obs.failures) > 0:
+		cond.Status, cond.Reason = metav1.ConditionTrue, pipelinev1beta1.ReasonReconcileFailed
+	default:
+		return cond
+	}
+	cond.Message = joinLimited(msgs)
+	return cond
+}
+
+// joinLimited joins the first maxListed items and counts the rest.
+func joinLimited(items []string) string {
+	if len(items) <= maxListed {
+		return strings.Join(items, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(items[:maxListed], "; "), len(items)-maxListed)
+}
