@@ -1,0 +1,192 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/controllers/pipeline"
+	"github.com/ndsl/controller-manager/test/integration/framework"
+)
+
+// writeCounts sorts the manager's writes, parsed from the write counter's
+// summary lines ("3× POST /api/v1/...").
+type writeCounts struct {
+	children, status, events, other int
+	lines                           []string
+}
+
+func countWrites(m *framework.Manager) writeCounts {
+	var c writeCounts
+	for _, line := range strings.Split(strings.TrimSpace(m.Writes.Summary()), "\n") {
+		if line == "" {
+			continue
+		}
+		c.lines = append(c.lines, line)
+		count, request, _ := strings.Cut(line, "× ")
+		n, _ := strconv.Atoi(count)
+		switch path := request[strings.Index(request, " ")+1:]; {
+		case strings.HasSuffix(path, "/status"):
+			c.status += n
+		case strings.Contains(path, "/events"):
+			c.events += n
+		case strings.HasSuffix(path, "/persistentvolumes") || strings.HasSuffix(path, "/persistentvolumeclaims") ||
+			strings.HasSuffix(path, "/deployments") || strings.HasSuffix(path, "/services"):
+			c.children += n
+		default:
+			c.other += n
+		}
+	}
+	return c
+}
+
+func (c writeCounts) total() int { return c.children + c.status + c.events + c.other }
+
+// queuesEmpty reports whether every controller's queue is empty.
+func queuesEmpty(m *framework.Manager) (bool, error) {
+	status, body, err := m.Get("/debug/controllers")
+	if err != nil || status != 200 {
+		return false, fmt.Errorf("GET /debug/controllers: %d %v", status, err)
+	}
+	var debug struct {
+		Controllers []struct {
+			QueueDepth *int `json:"queueDepth"`
+		} `json:"controllers"`
+	}
+	if err := json.Unmarshal([]byte(body), &debug); err != nil {
+		return false, err
+	}
+	for _, c := range debug.Controllers {
+		if c.QueueDepth == nil || *c.QueueDepth != 0 {
+			return false, nil
+		}
+	}
+	return len(debug.Controllers) > 0, nil
+}
+
+// New Pipelines cost exactly one create per child (2 + 2×steps) plus one
+// status write per change they observe while converging, none of them a
+// no-op; once converged, resyncs every second write nothing.
+func TestWritesPerNewPipelineAndZeroWriteResync(t *testing.T) {
+	ctx := context.Background()
+	e := setup(t, func(o *options.Options) {
+		o.Generic.MinResyncPeriod = time.Second // resync every 1-2 s
+	})
+	ns := framework.CreateNamespace(t, e.kube) // exists: no namespace write
+	if err := cp.CreateFakeNodes(ctx, "writes-node"); err != nil {
+		t.Fatal(err)
+	}
+	const n, steps = 10, 2
+	// Every effective status write shows as one MODIFIED event (the spec
+	// does not change here); a write that changed nothing would not.
+	watch, err := e.crd.PipelineV1beta1().Pipelines().Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Stop()
+	var modified atomic.Int32
+	go func() {
+		for ev := range watch.ResultChan() {
+			if p, ok := ev.Object.(*pipelinev1beta1.Pipeline); ok && ev.Type == apiwatch.Modified && strings.HasPrefix(p.Name, "writes-") {
+				modified.Add(1)
+			}
+		}
+	}()
+	for i := range n {
+		e.create(newPipeline(fmt.Sprintf("writes-%d", i), ns, step("a", "writes-node"), step("b", "writes-node")))
+	}
+	for i := range n {
+		e.ready(fmt.Sprintf("writes-%d", i))
+	}
+	framework.Eventually(t, timeout, "the queue to drain", func(context.Context) (bool, error) { return queuesEmpty(e.m) })
+
+	converged := countWrites(e.m)
+	t.Logf("writes for %d new Pipelines of %d steps until Ready: %d children, %d status, %d events, %d other\n%s",
+		n, steps, converged.children, converged.status, converged.events, converged.other, strings.Join(converged.lines, "\n"))
+	if want := n * (2 + 2*steps); converged.children != want {
+		t.Errorf("child writes = %d, want exactly %d (one create per child)", converged.children, want)
+	}
+	if converged.other != 0 || converged.events != 0 {
+		t.Errorf("unexpected writes: %d other, %d events", converged.other, converged.events)
+	}
+	framework.Eventually(t, timeout, "a MODIFIED event for every status write", func(context.Context) (bool, error) {
+		return int(modified.Load()) >= converged.status, nil
+	})
+	if got := int(modified.Load()); got != converged.status {
+		t.Errorf("%d status writes made %d changes: some wrote nothing new", converged.status, got)
+	}
+	// The first reconcile of each makes 2 + 2×steps creates and one status
+	// write; the rest follow the storage binding and the pods turning Ready,
+	// batched by childBatchPeriod.
+	t.Logf("per Pipeline: %d child writes, %.1f status writes", converged.children/n, float64(converged.status)/n)
+	if perPipeline := float64(converged.status) / n; perPipeline > 4 {
+		t.Errorf("%.1f status writes per Pipeline, want at most 4", perPipeline)
+	}
+
+	writesBefore := e.m.Writes.Total()
+	reconcilesBefore := framework.ReconcileCount(t, pipeline.ControllerName)
+	framework.Eventually(t, timeout, "two rounds of resync", func(context.Context) (bool, error) {
+		return framework.ReconcileCount(t, pipeline.ControllerName)-reconcilesBefore >= 2*n, nil
+	})
+	if extra := e.m.Writes.Total() - writesBefore; extra != 0 {
+		t.Fatalf("resync of converged Pipelines made %d write requests:\n%s", extra, e.m.Writes.Summary())
+	}
+}
+
+// A manager whose ServiceAccount has only the shipped ClusterRole runs the
+// Pipeline controller end to end: it creates the children's namespace,
+// the storage, steps and status, and deletes a removed step's children.
+func TestShippedClusterRoleSuffices(t *testing.T) {
+	ctx := context.Background()
+	if crdErr != nil {
+		t.Fatalf("installing the CRDs: %v", crdErr)
+	}
+	client := cp.Client
+	var role rbacv1.ClusterRole
+	framework.LoadManifest(t, "rbac/pipeline-controller.yaml", &role)
+	for _, rule := range role.Rules {
+		for _, s := range append(append(rule.APIGroups, rule.Resources...), rule.Verbs...) {
+			if s == "*" {
+				t.Errorf("wildcard in the shipped ClusterRole: %+v", rule)
+			}
+		}
+	}
+	saConfig := framework.ServiceAccountWithClusterRoles(t, cp, framework.CreateNamespace(t, client), "rbac/pipeline-controller.yaml")
+
+	m := framework.StartManager(t, saConfig, func(o *options.Options) {
+		o.Generic.Controllers = []string{pipeline.ControllerName}
+	})
+	framework.Eventually(t, timeout, "/readyz with the shipped RBAC", func(context.Context) (bool, error) {
+		status, _, err := m.Get("/readyz")
+		return status == 200, err
+	})
+
+	if err := cp.CreateFakeNodes(ctx, "rbac-node"); err != nil {
+		t.Fatal(err)
+	}
+	crd, err := newCRDClient() // the test's own client is the admin
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, kube: client, crd: crd, m: m}
+	ns := "pipeline-rbac-" + rand.String(5) // the controller creates it
+	t.Cleanup(func() { _ = client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	p := e.create(newPipeline("rbac", ns, step("a", "rbac-node"), step("b", "rbac-node")))
+	checkChildren(t, client, e.ready(p.Name), ns)
+
+	e.update(p.Name, func(p *pipelinev1beta1.Pipeline) { p.Spec.Steps = p.Spec.Steps[:1] })
+	e.waitDeployments(p.Name, "rbac-a")
+	e.ready(p.Name)
+}
