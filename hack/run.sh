@@ -38,4 +38,4 @@ fi
 
 "$KUBECTL" apply -k manifests/crd >&2
 # Not exec: the trap above must stop the control plane when the manager exits.
-_output/controller-manager --kubeconfig="$KUBECONFIG" --leader-elect=false ${ARGS:-}
+_output/controller-manager --kubeconfig="$KUBECONFIG" --leader-elect=false --secure-serving=false ${ARGS:-}

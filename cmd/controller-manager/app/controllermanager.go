@@ -7,6 +7,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -85,7 +86,17 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 		health = append(health, m.electionHealth)
 	}
 	if opts.Generic.HTTPAddress != "0" {
-		if m.listener, err = serveHTTP(ctx, opts.Generic.HTTPAddress, newHTTPHandler(m.status, health)); err != nil {
+		handler := newHTTPHandler(m.status, health)
+		var tlsCfg *tls.Config
+		if opts.Generic.SecureServing {
+			if tlsCfg, err = tlsConfig(opts.Generic); err != nil {
+				return nil, err
+			}
+			if handler, err = withDelegatedAuth(handler, m.clientConfig("delegated-auth")); err != nil {
+				return nil, err
+			}
+		}
+		if m.listener, err = serveHTTP(ctx, opts.Generic.HTTPAddress, handler, tlsCfg); err != nil {
 			return nil, err
 		}
 	}

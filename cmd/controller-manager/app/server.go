@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,12 +86,16 @@ func checksHandler(checks []healthChecker) http.Handler {
 	})
 }
 
-// serveHTTP listens on address and serves handler until ctx is done. The
-// listener is opened before it returns, so a bad address fails startup.
-func serveHTTP(ctx context.Context, address string, handler http.Handler) (net.Addr, error) {
+// serveHTTP listens on address and serves handler until ctx is done, over
+// TLS when tlsConfig is set. The listener is opened before it returns, so a
+// bad address fails startup.
+func serveHTTP(ctx context.Context, address string, handler http.Handler, tlsConfig *tls.Config) (net.Addr, error) {
 	ln, err := net.Listen("tcp", address)
 	if err != nil {
 		return nil, fmt.Errorf("listening on --http-address %s: %w", address, err)
+	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	logger := klog.FromContext(ctx)
@@ -104,6 +109,6 @@ func serveHTTP(ctx context.Context, address string, handler http.Handler) (net.A
 		defer cancel()
 		_ = srv.Shutdown(shutdownCtx)
 	})
-	logger.Info("Serving probes and metrics", "address", ln.Addr().String())
+	logger.Info("Serving probes and metrics", "address", ln.Addr().String(), "tls", tlsConfig != nil)
 	return ln.Addr(), nil
 }

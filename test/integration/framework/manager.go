@@ -4,6 +4,7 @@ package framework
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -38,6 +39,7 @@ func StartManager(t testing.TB, cfg *rest.Config, mutate func(*options.Options))
 	opts := options.NewOptions()
 	opts.LeaderElection.LeaderElect = false
 	opts.Generic.HTTPAddress = "127.0.0.1:0"
+	opts.Generic.SecureServing = false // the auth test turns it on
 	opts.Generic.ShutdownTimeout = 10 * time.Second
 	if mutate != nil {
 		mutate(opts)
@@ -51,8 +53,12 @@ func StartManager(t testing.TB, cfg *rest.Config, mutate func(*options.Options))
 		cancel()
 		t.Fatalf("building the manager: %v", err)
 	}
+	scheme := "http://"
+	if opts.Generic.SecureServing {
+		scheme = "https://"
+	}
 	tm := &Manager{Manager: m, cancel: cancel, done: make(chan error, 1), Writes: writes,
-		URL: "http://" + m.HTTPAddr().String()}
+		URL: scheme + m.HTTPAddr().String()}
 	go func() { tm.done <- m.Run(ctx) }()
 	t.Cleanup(func() { _ = tm.Stop() })
 	return tm
@@ -74,7 +80,25 @@ func (m *Manager) Stop() error {
 
 // Get fetches a path from the manager's HTTP server.
 func (m *Manager) Get(path string) (int, string, error) {
-	resp, err := http.Get(m.URL + path)
+	return m.GetWithToken(path, "")
+}
+
+// insecureClient talks to the manager's self-signed HTTPS endpoint.
+var insecureClient = &http.Client{
+	Timeout:   10 * time.Second,
+	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // test of a self-signed endpoint
+}
+
+// GetWithToken fetches a path, sending token as a bearer token when not empty.
+func (m *Manager) GetWithToken(path, token string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, m.URL+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := insecureClient.Do(req)
 	if err != nil {
 		return 0, "", err
 	}

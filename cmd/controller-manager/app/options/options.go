@@ -44,6 +44,9 @@ type GenericOptions struct {
 	ContentType     string
 	Controllers     []string
 	HTTPAddress     string
+	SecureServing   bool
+	TLSCertFile     string
+	TLSKeyFile      string
 	ShutdownTimeout time.Duration
 	MinResyncPeriod time.Duration
 }
@@ -57,6 +60,7 @@ func NewOptions() *Options {
 			ContentType:     "application/vnd.kubernetes.protobuf",
 			Controllers:     []string{"*"},
 			HTTPAddress:     ":8080",
+			SecureServing:   true,
 			ShutdownTimeout: 30 * time.Second,
 			MinResyncPeriod: 12 * time.Hour,
 		},
@@ -96,6 +100,12 @@ func (o *Options) Flags(allControllers, disabledByDefault []string) cliflag.Name
 		allControllers, disabledByDefault))
 	fs.StringVar(&o.Generic.HTTPAddress, "http-address", o.Generic.HTTPAddress,
 		"Address of the HTTP server for /healthz, /livez, /readyz, /metrics and /debug/controllers. '0' disables it.")
+	fs.BoolVar(&o.Generic.SecureServing, "secure-serving", o.Generic.SecureServing,
+		"Serve HTTPS, and let only callers whose token passes a TokenReview and who may GET the path (SubjectAccessReview) read /metrics and /debug/controllers; the probes stay open. false serves plain HTTP with no checks, for local runs.")
+	fs.StringVar(&o.Generic.TLSCertFile, "tls-cert-file", o.Generic.TLSCertFile,
+		"Serving certificate for --secure-serving; empty generates a self-signed one at start.")
+	fs.StringVar(&o.Generic.TLSKeyFile, "tls-private-key-file", o.Generic.TLSKeyFile,
+		"Private key of --tls-cert-file.")
 	fs.DurationVar(&o.Generic.ShutdownTimeout, "shutdown-timeout", o.Generic.ShutdownTimeout,
 		"How long reconciles in flight may take to finish on SIGTERM before the lease is released anyway.")
 	fs.DurationVar(&o.Generic.MinResyncPeriod, "min-resync-period", o.Generic.MinResyncPeriod,
@@ -118,6 +128,9 @@ func (o *Options) Validate() error {
 	g := o.Generic
 	if g.KubeAPIBurst < 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst must not be negative, got %d", g.KubeAPIBurst))
+	}
+	if (g.TLSCertFile == "") != (g.TLSKeyFile == "") {
+		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file must be given together"))
 	}
 	if g.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout must be positive, got %s", g.ShutdownTimeout))
