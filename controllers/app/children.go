@@ -309,3 +309,26 @@ func ingressURL(ing *networkingv1.Ingress) string {
 	}
 	return "http://" + ing.Spec.Rules[0].Host + "/"
 }
+
+// DesiredChildren returns the objects the controller creates for app: its
+// Deployment, and its Service and Ingress when asked for (nil otherwise).
+// Tools that measure against the controller use it, like test/bench/appbench.
+func DesiredChildren(app *appv1beta1.App, opts Options) (*appsv1.Deployment, *corev1.Service, *networkingv1.Ingress, error) {
+	d, err := typed[appsv1.Deployment](desiredDeployment(app))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var svc *corev1.Service
+	if app.Spec.EnableService {
+		if svc, err = typed[corev1.Service](desiredService(app)); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	var ing *networkingv1.Ingress
+	if app.Spec.EnableIngress {
+		if ing, err = typed[networkingv1.Ingress](desiredIngress(app, opts)); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return d, svc, ing, nil
+}
