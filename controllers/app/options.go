@@ -1,6 +1,12 @@
 package app
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
 
 // Options configures the App controller. The manager binds them to flags;
 // tests set them directly.
@@ -23,8 +29,19 @@ func DefaultOptions() Options {
 
 // Validate checks the options.
 func (o *Options) Validate() error {
+	var errs []error
 	if o.Workers < 1 {
-		return fmt.Errorf("--concurrent-app-syncs must be at least 1, got %d", o.Workers)
+		errs = append(errs, fmt.Errorf("--concurrent-app-syncs must be at least 1, got %d", o.Workers))
 	}
-	return nil
+	if domain := strings.Trim(o.IngressDomain, "."); domain != "" {
+		if msgs := validation.IsDNS1123Subdomain(domain); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--app-ingress-domain %q: %s", o.IngressDomain, strings.Join(msgs, "; ")))
+		}
+	}
+	if o.IngressClass != "" {
+		if msgs := validation.IsDNS1123Subdomain(o.IngressClass); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--app-ingress-class %q: %s", o.IngressClass, strings.Join(msgs, "; ")))
+		}
+	}
+	return errors.Join(errs...)
 }

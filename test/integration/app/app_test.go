@@ -373,3 +373,37 @@ func TestDeletingAppRemovesChildren(t *testing.T) {
 		return gone == 3, nil
 	})
 }
+
+// Changing the App's port moves the container port, the Service port and
+// the Ingress backend, and leaves no trace of the old port: the port lists
+// are the App's alone.
+func TestPortChangeMovesEveryChild(t *testing.T) {
+	e := setup(t, nil)
+	e.create(newApp("ports", true, true))
+	e.waitConverged("ports")
+	e.patchSpec("ports", `{"port":8080}`)
+	e.waitApp("ports", "converged on port 8080", func(a *appv1beta1.App) bool { return a.Generation == 2 && converged(a) })
+
+	ctx := context.Background()
+	d, err := e.kube.AppsV1().Deployments(e.ns).Get(ctx, "ports", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := d.Spec.Template.Spec.Containers[0].Ports; len(p) != 1 || p[0].ContainerPort != 8080 {
+		t.Errorf("container ports = %+v, want only 8080", p)
+	}
+	svc, err := e.kube.CoreV1().Services(e.ns).Get(ctx, "ports", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := svc.Spec.Ports; len(p) != 1 || p[0].Port != 8080 || p[0].TargetPort != intstr.FromInt32(8080) {
+		t.Errorf("Service ports = %+v, want only 8080 -> 8080", p)
+	}
+	ing, err := e.kube.NetworkingV1().Ingresses(e.ns).Get(ctx, "ports", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service; b.Port.Number != 8080 {
+		t.Errorf("Ingress backend = %+v, want port 8080", b)
+	}
+}
