@@ -99,6 +99,22 @@ func TestWritesPerAppAndZeroWriteResync(t *testing.T) {
 	framework.Eventually(t, timeout, "the queue to drain", func(context.Context) (bool, error) {
 		return queueEmpty(m)
 	})
+	// The recorder sends events asynchronously: wait for the three creation
+	// events of every App before counting, or they would be counted later,
+	// as writes of the resyncs.
+	framework.Eventually(t, timeout, "every creation event", func(ctx context.Context) (bool, error) {
+		events, err := cp.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		created := 0
+		for _, ev := range events.Items {
+			if strings.HasPrefix(ev.Reason, "Created") {
+				created++
+			}
+		}
+		return created == 3*n, nil
+	})
 
 	writes, events := 0, 0
 	byKind := map[string]int{}
