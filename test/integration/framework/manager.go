@@ -25,7 +25,8 @@ import (
 type Manager struct {
 	*app.Manager
 	cancel context.CancelFunc
-	done   chan error
+	done   chan struct{} // closed when Run has returned
+	err    error         // what Run returned
 	// Writes counts the manager's write requests.
 	Writes *WriteCounter
 	URL    string
@@ -57,22 +58,28 @@ func StartManager(t testing.TB, cfg *rest.Config, mutate func(*options.Options))
 	if opts.Generic.SecureServing {
 		scheme = "https://"
 	}
-	tm := &Manager{Manager: m, cancel: cancel, done: make(chan error, 1), Writes: writes,
+	tm := &Manager{Manager: m, cancel: cancel, done: make(chan struct{}), Writes: writes,
 		URL: scheme + m.HTTPAddr().String()}
-	go func() { tm.done <- m.Run(ctx) }()
+	go func() {
+		tm.err = m.Run(ctx)
+		close(tm.done)
+	}()
 	t.Cleanup(func() { _ = tm.Stop() })
 	return tm
 }
+
+// Done is closed once Run has returned, on its own or after Stop.
+func (m *Manager) Done() <-chan struct{} { return m.done }
+
+// Err is what Run returned; valid once Done is closed.
+func (m *Manager) Err() error { return m.err }
 
 // Stop cancels the manager as SIGTERM would and returns what Run returned.
 func (m *Manager) Stop() error {
 	m.cancel()
 	select {
-	case err, ok := <-m.done:
-		if ok {
-			close(m.done)
-		}
-		return err
+	case <-m.done:
+		return m.err
 	case <-time.After(time.Minute):
 		return fmt.Errorf("manager did not stop within a minute")
 	}

@@ -3,12 +3,14 @@ package manager
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/controllers/ingress"
 	"github.com/ndsl/controller-manager/test/integration/framework"
@@ -80,5 +82,51 @@ func TestOnlyOneLeadsAndReleaseOnCancelHandsOverFast(t *testing.T) {
 	}
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == firstHolder {
 		t.Errorf("Lease holder = %v, want the second manager", lease.Spec.HolderIdentity)
+	}
+}
+
+// A leader whose Lease is taken over (here: stolen by hand) must stop its
+// controllers and return ErrLeaderElectionLost, which makes the binary exit
+// non-zero, rather than go on reconciling without the lease.
+func TestLosingTheLeaseStopsTheManager(t *testing.T) {
+	ctx := context.Background()
+	ns := framework.CreateNamespace(t, cp.Client)
+	m := framework.StartManager(t, cp.Config, func(o *options.Options) {
+		o.Generic.Controllers = []string{ingress.ControllerName}
+		o.LeaderElection.LeaderElect = true
+		o.LeaderElection.ResourceNamespace = ns
+		o.LeaderElection.ResourceName = "stolen"
+		o.LeaderElection.LeaseDuration = metav1.Duration{Duration: 3 * time.Second}
+		o.LeaderElection.RenewDeadline = metav1.Duration{Duration: 2 * time.Second}
+		o.LeaderElection.RetryPeriod = metav1.Duration{Duration: 500 * time.Millisecond}
+	})
+	framework.Eventually(t, 30*time.Second, "the manager to lead", func(context.Context) (bool, error) {
+		return leading(t, m), nil
+	})
+
+	leases := cp.Client.CoordinationV1().Leases(ns)
+	framework.Eventually(t, 10*time.Second, "the Lease to be stolen", func(ctx context.Context) (bool, error) {
+		lease, err := leases.Get(ctx, "stolen", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		thief, long := "thief", int32(3600)
+		now := metav1.NewMicroTime(time.Now())
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &thief, &long
+		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+		return err == nil, err // a conflict with the leader's renewal: try again
+	})
+
+	select {
+	case <-m.Done():
+		if err := m.Err(); !errors.Is(err, app.ErrLeaderElectionLost) {
+			t.Fatalf("Run returned %v, want ErrLeaderElectionLost", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the manager kept running after losing its Lease")
+	}
+	if lease, err := leases.Get(ctx, "stolen", metav1.GetOptions{}); err != nil || *lease.Spec.HolderIdentity != "thief" {
+		t.Errorf("the Lease changed hands again after the loss: %v %v", lease.Spec.HolderIdentity, err)
 	}
 }
