@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
@@ -17,30 +16,7 @@ import (
 // bound to nothing but the App controller's ClusterRole from manifests/.
 func serviceAccountWithAppRole(t *testing.T) func(ns string) *rest.Config {
 	return func(ns string) *rest.Config {
-		ctx := context.Background()
-		var role rbacv1.ClusterRole
-		framework.LoadManifest(t, "rbac/app-controller.yaml", &role)
-		role.Name = ns + ":" + role.Name
-		if _, err := cp.Client.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		binding := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "app-controller"}},
-		}
-		if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cp.Client.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
-			_ = cp.Client.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{})
-		})
-		cfg, err := cp.ServiceAccountKubeconfig(ctx, ns, "app-controller", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cfg
+		return framework.ServiceAccountWithClusterRoles(t, cp, ns, "rbac/app-controller.yaml")
 	}
 }
 

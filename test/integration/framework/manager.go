@@ -5,6 +5,7 @@ package framework
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -114,6 +115,29 @@ func (m *Manager) GetWithToken(path, token string) (int, string, error) {
 	return resp.StatusCode, string(body), err
 }
 
+// QueuesEmpty reads /debug/controllers and reports whether every running
+// controller's queue is empty.
+func (m *Manager) QueuesEmpty() (bool, error) {
+	status, body, err := m.Get("/debug/controllers")
+	if err != nil || status != http.StatusOK {
+		return false, fmt.Errorf("GET /debug/controllers: %d %v", status, err)
+	}
+	var debug struct {
+		Controllers []struct {
+			QueueDepth *int `json:"queueDepth"`
+		} `json:"controllers"`
+	}
+	if err := json.Unmarshal([]byte(body), &debug); err != nil {
+		return false, err
+	}
+	for _, c := range debug.Controllers {
+		if c.QueueDepth == nil || *c.QueueDepth != 0 {
+			return false, nil
+		}
+	}
+	return len(debug.Controllers) > 0, nil
+}
+
 // WriteCounter counts requests that change something on the API server.
 type WriteCounter struct {
 	mu     sync.Mutex
@@ -126,6 +150,17 @@ func (c *WriteCounter) Total() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.total
+}
+
+// ByRequest returns the writes so far keyed "METHOD /path".
+func (c *WriteCounter) ByRequest() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.byPath))
+	for k, n := range c.byPath {
+		out[k] = n
+	}
+	return out
 }
 
 // Summary lists writes by method and path, for failure messages.

@@ -12,19 +12,40 @@ import (
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 )
 
-// ServiceAccountWithClusterRoles creates a ServiceAccount in ns, binds it to
-// the ClusterRoles of the given files under manifests/ (renamed after ns so
-// tests do not collide; removed when the test ends) and returns a client
-// config authenticating as it: a manager run with it proves the shipped
-// RBAC suffices.
+// ServiceAccountWithClusterRoles creates a ServiceAccount "manager" in ns,
+// grants it the ClusterRoles of the given files under manifests/ and returns
+// a client config authenticating as it: a manager run with it proves the
+// shipped RBAC suffices.
 func ServiceAccountWithClusterRoles(t testing.TB, cp *controlplane.ControlPlane, ns string, manifests ...string) *rest.Config {
 	t.Helper()
+	cfg := ServiceAccount(t, cp, ns)
+	GrantClusterRoles(t, cp, ns, manifests...)
+	return cfg
+}
+
+// ServiceAccount creates a ServiceAccount "manager" in ns, with no
+// permissions, and returns a client config authenticating as it.
+func ServiceAccount(t testing.TB, cp *controlplane.ControlPlane, ns string) *rest.Config {
+	t.Helper()
 	ctx := context.Background()
-	client := cp.Client
-	if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx,
+	if _, err := cp.Client.CoreV1().ServiceAccounts(ns).Create(ctx,
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "manager"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	cfg, err := cp.ServiceAccountKubeconfig(ctx, ns, "manager", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// GrantClusterRoles binds the ServiceAccount "manager" of ns to the
+// ClusterRoles of the given files under manifests/, renamed after ns so that
+// tests do not collide, and removes them when the test ends.
+func GrantClusterRoles(t testing.TB, cp *controlplane.ControlPlane, ns string, manifests ...string) {
+	t.Helper()
+	ctx := context.Background()
+	client := cp.Client
 	for _, file := range manifests {
 		var role rbacv1.ClusterRole
 		LoadManifest(t, file, &role)
@@ -45,9 +66,4 @@ func ServiceAccountWithClusterRoles(t testing.TB, cp *controlplane.ControlPlane,
 			_ = client.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{})
 		})
 	}
-	cfg, err := cp.ServiceAccountKubeconfig(ctx, ns, "manager", t.TempDir()+"/kubeconfig")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
 }

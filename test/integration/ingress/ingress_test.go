@@ -2,7 +2,6 @@ package ingress
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -208,7 +207,7 @@ func TestResyncOfConvergedServicesWritesNothing(t *testing.T) {
 	// Converged: the queue is empty and the creates' events, which the
 	// recorder sends asynchronously, have all arrived. Only then count.
 	framework.Eventually(t, timeout, "the queue to drain", func(context.Context) (bool, error) {
-		return queuesEmpty(m)
+		return m.QueuesEmpty()
 	})
 	framework.Eventually(t, timeout, "every CreatedIngress event", func(ctx context.Context) (bool, error) {
 		events, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
@@ -225,28 +224,4 @@ func TestResyncOfConvergedServicesWritesNothing(t *testing.T) {
 	if extra := m.Writes.Total() - writesBefore; extra != 0 {
 		t.Fatalf("resync of converged Services made %d write requests:\n%s", extra, m.Writes.Summary())
 	}
-}
-
-// queuesEmpty reads /debug/controllers and reports whether every running
-// controller's queue is empty.
-func queuesEmpty(m *framework.Manager) (bool, error) {
-	status, body, err := m.Get("/debug/controllers")
-	if err != nil || status != 200 {
-		return false, fmt.Errorf("GET /debug/controllers: %d %v", status, err)
-	}
-	var debug struct {
-		Controllers []struct {
-			Name       string `json:"name"`
-			QueueDepth *int   `json:"queueDepth"`
-		} `json:"controllers"`
-	}
-	if err := json.Unmarshal([]byte(body), &debug); err != nil {
-		return false, err
-	}
-	for _, c := range debug.Controllers {
-		if c.QueueDepth == nil || *c.QueueDepth != 0 {
-			return false, nil
-		}
-	}
-	return len(debug.Controllers) > 0, nil
 }

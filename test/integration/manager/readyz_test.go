@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
@@ -22,14 +21,7 @@ func TestReadyzWaitsForCachesAndShippedRBACSuffices(t *testing.T) {
 	ctx := context.Background()
 	client := cp.Client
 	ns := framework.CreateNamespace(t, client)
-	if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx,
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "manager"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	saConfig, err := cp.ServiceAccountKubeconfig(ctx, ns, "manager", t.TempDir()+"/kubeconfig")
-	if err != nil {
-		t.Fatal(err)
-	}
+	saConfig := framework.ServiceAccount(t, cp, ns)
 
 	m := framework.StartManager(t, saConfig, func(o *options.Options) {
 		o.Generic.Controllers = []string{ingress.ControllerName}
@@ -47,22 +39,7 @@ func TestReadyzWaitsForCachesAndShippedRBACSuffices(t *testing.T) {
 		t.Errorf("/livez = %d while caches sync, want 200", status)
 	}
 
-	var role rbacv1.ClusterRole
-	framework.LoadManifest(t, "rbac/ingress-controller.yaml", &role)
-	role.Name = ns + "-ingress"
-	if _, err := client.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{}) })
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "manager"}},
-	}
-	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{}) })
+	framework.GrantClusterRoles(t, cp, ns, "rbac/ingress-controller.yaml")
 
 	// The reflectors back off up to 30 s between failed lists.
 	framework.Eventually(t, 90*time.Second, "/readyz to turn ready", func(context.Context) (bool, error) {

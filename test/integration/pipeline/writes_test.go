@@ -2,9 +2,7 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -30,13 +28,8 @@ type writeCounts struct {
 
 func countWrites(m *framework.Manager) writeCounts {
 	var c writeCounts
-	for _, line := range strings.Split(strings.TrimSpace(m.Writes.Summary()), "\n") {
-		if line == "" {
-			continue
-		}
-		c.lines = append(c.lines, line)
-		count, request, _ := strings.Cut(line, "× ")
-		n, _ := strconv.Atoi(count)
+	for request, n := range m.Writes.ByRequest() {
+		c.lines = append(c.lines, fmt.Sprintf("%d× %s", n, request))
 		switch path := request[strings.Index(request, " ")+1:]; {
 		case strings.HasSuffix(path, "/status"):
 			c.status += n
@@ -53,28 +46,6 @@ func countWrites(m *framework.Manager) writeCounts {
 }
 
 func (c writeCounts) total() int { return c.children + c.status + c.events + c.other }
-
-// queuesEmpty reports whether every controller's queue is empty.
-func queuesEmpty(m *framework.Manager) (bool, error) {
-	status, body, err := m.Get("/debug/controllers")
-	if err != nil || status != 200 {
-		return false, fmt.Errorf("GET /debug/controllers: %d %v", status, err)
-	}
-	var debug struct {
-		Controllers []struct {
-			QueueDepth *int `json:"queueDepth"`
-		} `json:"controllers"`
-	}
-	if err := json.Unmarshal([]byte(body), &debug); err != nil {
-		return false, err
-	}
-	for _, c := range debug.Controllers {
-		if c.QueueDepth == nil || *c.QueueDepth != 0 {
-			return false, nil
-		}
-	}
-	return len(debug.Controllers) > 0, nil
-}
 
 // New Pipelines cost exactly one create per child (2 + 2×steps) plus one
 // status write per change they observe while converging, none of them a
@@ -110,7 +81,7 @@ func TestWritesPerNewPipelineAndZeroWriteResync(t *testing.T) {
 	for i := range n {
 		e.ready(fmt.Sprintf("writes-%d", i))
 	}
-	framework.Eventually(t, timeout, "the queue to drain", func(context.Context) (bool, error) { return queuesEmpty(e.m) })
+	framework.Eventually(t, timeout, "the queue to drain", func(context.Context) (bool, error) { return e.m.QueuesEmpty() })
 
 	converged := countWrites(e.m)
 	t.Logf("writes for %d new Pipelines of %d steps until Ready: %d children, %d status, %d events, %d other\n%s",

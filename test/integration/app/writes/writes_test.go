@@ -2,9 +2,7 @@ package writes
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +50,7 @@ func TestWritesPerAppAndZeroWriteResync(t *testing.T) {
 		status, _, err := m.Get("/readyz")
 		return status == 200, err
 	})
-	before := writesByPath(t, m)
+	before := m.Writes.ByRequest()
 
 	for i := range n {
 		app := &appv1beta1.App{
@@ -97,7 +95,7 @@ func TestWritesPerAppAndZeroWriteResync(t *testing.T) {
 			len(deployments.Items), len(services.Items), len(ingresses.Items), n)
 	}
 	framework.Eventually(t, timeout, "the queue to drain", func(context.Context) (bool, error) {
-		return queueEmpty(m)
+		return m.QueuesEmpty()
 	})
 	// The recorder sends events asynchronously: wait for the three creation
 	// events of every App before counting, or they would be counted later,
@@ -118,7 +116,7 @@ func TestWritesPerAppAndZeroWriteResync(t *testing.T) {
 
 	writes, events := 0, 0
 	byKind := map[string]int{}
-	for path, count := range writesByPath(t, m) {
+	for path, count := range m.Writes.ByRequest() {
 		count -= before[path]
 		byKind[kindOf(path)] += count
 		if strings.HasSuffix(kindOf(path), " events") {
@@ -144,24 +142,6 @@ func TestWritesPerAppAndZeroWriteResync(t *testing.T) {
 	}
 }
 
-// writesByPath reads the manager's write counter, keyed "METHOD /path".
-func writesByPath(t *testing.T, m *framework.Manager) map[string]int {
-	t.Helper()
-	counts := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(m.Writes.Summary()), "\n") {
-		if line == "" {
-			continue
-		}
-		count, path, ok := strings.Cut(line, "× ")
-		n, err := strconv.Atoi(count)
-		if !ok || err != nil {
-			t.Fatalf("unexpected write counter line %q", line)
-		}
-		counts[path] += n
-	}
-	return counts
-}
-
 // kindOf turns "PUT /apis/g/v/namespaces/ns/apps/a/status" into
 // "PUT apps/status": the method, the resource and any subresource.
 func kindOf(path string) string {
@@ -176,27 +156,4 @@ func kindOf(path string) string {
 		kind += "/" + parts[3]
 	}
 	return kind
-}
-
-// queueEmpty reads /debug/controllers and reports whether every running
-// controller's queue is empty.
-func queueEmpty(m *framework.Manager) (bool, error) {
-	status, body, err := m.Get("/debug/controllers")
-	if err != nil || status != 200 {
-		return false, fmt.Errorf("GET /debug/controllers: %d %v", status, err)
-	}
-	var debug struct {
-		Controllers []struct {
-			QueueDepth *int `json:"queueDepth"`
-		} `json:"controllers"`
-	}
-	if err := json.Unmarshal([]byte(body), &debug); err != nil {
-		return false, err
-	}
-	for _, c := range debug.Controllers {
-		if c.QueueDepth == nil || *c.QueueDepth != 0 {
-			return false, nil
-		}
-	}
-	return len(debug.Controllers) > 0, nil
 }
