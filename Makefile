@@ -48,7 +48,7 @@ test-integration: controlplane ## Integration tests against a real etcd and kube
 	go test $(TEST_FLAGS) ./test/integration/... ./pkg/testing/...
 
 .PHONY: test
-test: controlplane verify ## Everything CI runs: verify, unit and integration tests.
+test: controlplane verify ## Everything CI runs: verify, unit, integration and e2e tests.
 	go test $(TEST_FLAGS) ./...
 
 .PHONY: run
@@ -65,6 +65,28 @@ docker-build: ## Build the container image IMG (needs a Docker engine).
 deploy: controlplane ## Apply manifests/default to the cluster in $KUBECONFIG with image IMG.
 	cd manifests/default && $(KUBECTL) kustomize . | sed 's|image: controller-manager:latest|image: $(IMG)|' | $(KUBECTL) apply -f -
 
+# The end-to-end suite (test/e2e). `make test` runs it too, through go test ./...
+E2E_ARTIFACTS ?= $(OUTPUT)/e2e
+E2E_FLAGS ?= -count=1 -timeout 15m -v
+KIND ?= kind
+KIND_CLUSTER ?= ndsl-e2e
+KIND_KUBECONFIG := $(OUTPUT)/kind.kubeconfig
+E2E_IMG ?= controller-manager:e2e
+
+.PHONY: e2e
+e2e: build controlplane ## End-to-end suite: local cluster, manifests, two processes of _output/controller-manager; logs in _output/e2e.
+	E2E_MANAGER_BINARY=$(OUTPUT)/controller-manager E2E_ARTIFACTS=$(E2E_ARTIFACTS) go test $(E2E_FLAGS) ./test/e2e
+
+.PHONY: e2e-kind
+e2e-kind: controlplane ## The e2e suite against a kind cluster running the image in the manifests' Deployment (needs Docker and kind).
+	$(KIND) get clusters | grep -qx '$(KIND_CLUSTER)' || $(KIND) create cluster --name $(KIND_CLUSTER) --config test/e2e/kind.yaml --wait 5m
+	$(KIND) export kubeconfig --name $(KIND_CLUSTER) --kubeconfig $(KIND_KUBECONFIG)
+	$(MAKE) docker-build IMG=$(E2E_IMG)
+	$(KIND) load docker-image $(E2E_IMG) --name $(KIND_CLUSTER)
+	KUBECONFIG=$(KIND_KUBECONFIG) $(MAKE) deploy IMG=$(E2E_IMG)
+	KUBECONFIG=$(KIND_KUBECONFIG) E2E_USE_EXISTING_CLUSTER=true E2E_MANAGER=deployment E2E_ARTIFACTS=$(E2E_ARTIFACTS) \
+		go test $(E2E_FLAGS) ./test/e2e
+
 .PHONY: help
 help:
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'

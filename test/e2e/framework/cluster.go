@@ -1,0 +1,418 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
+	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
+)
+
+// What manifests/default installs and the suite relies on.
+const (
+	// ManagerNamespace holds the manager's ServiceAccount, Deployment and Lease.
+	ManagerNamespace = "ndsl-system"
+	// ManagerServiceAccount is the ServiceAccount the manager runs as.
+	ManagerServiceAccount = "controller-manager"
+	// ManagerDeploymentName is the manifests' Deployment of the manager.
+	ManagerDeploymentName = "controller-manager"
+	// LeaseName is the manager's default --leader-elect-resource-name.
+	LeaseName = "controller-manager"
+)
+
+// The suite's own objects for reading the managers' protected endpoints.
+const (
+	observerNamespace = "ndsl-e2e"
+	observerName      = "observer"
+	observerRole      = "ndsl-e2e:observer"
+)
+
+// FakeNodeNames are the kwok Nodes of a local cluster.
+var FakeNodeNames = []string{"kwok-node-1", "kwok-node-2", "kwok-node-3"}
+
+// pollInterval is how often the harness checks a condition.
+const pollInterval = 200 * time.Millisecond
+
+// Cluster is the cluster under test and admin clients for it.
+type Cluster struct {
+	// Config is an admin client config.
+	Config *rest.Config
+	// KubeconfigPath is the admin kubeconfig, for kubectl.
+	KubeconfigPath string
+	Kube           kubernetes.Interface
+	// Typed is a clientset for the project's own APIs (App, Pipeline).
+	Typed versioned.Interface
+	// ControlPlane is the local control plane; nil on an existing cluster.
+	ControlPlane *controlplane.ControlPlane
+	// Nodes are schedulable Nodes for Pipeline steps to be pinned to.
+	Nodes []string
+	// FakeNodes: every one of Nodes is a kwok node, whose "pods" run any image
+	// and mount any volume (a real node needs the NFS server of the samples).
+	FakeNodes bool
+
+	repoRoot string
+	kubectl  string
+}
+
+// Setup brings up the cluster cfg describes: a local control plane with
+// kube-controller-manager, kube-scheduler, kwok and three fake Nodes, with its
+// state under dir (empty: a temporary directory); or the cluster of
+// cfg.Kubeconfig.
+func Setup(ctx context.Context, cfg Config, dir string) (*Cluster, error) {
+	logger := klog.FromContext(ctx)
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{repoRoot: root}
+	if c.kubectl, err = controlplane.KubectlPath(""); err != nil {
+		var lookErr error
+		if c.kubectl, lookErr = exec.LookPath("kubectl"); lookErr != nil {
+			return nil, fmt.Errorf("no kubectl: %w", err)
+		}
+	}
+
+	if cfg.UseExistingCluster {
+		if cfg.Kubeconfig == "" {
+			return nil, fmt.Errorf("%s=true needs $KUBECONFIG", EnvUseExistingCluster)
+		}
+		c.KubeconfigPath = cfg.Kubeconfig
+		if c.Config, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig); err != nil {
+			return nil, fmt.Errorf("loading $KUBECONFIG: %w", err)
+		}
+		c.Config.QPS, c.Config.Burst = 200, 400
+	} else {
+		opts := controlplane.Options{ControllerManager: true, Scheduler: true, Kwok: true, Dir: dir}
+		if dir != "" {
+			if err := controlplane.RemoveState(dir); err != nil {
+				return nil, err
+			}
+		}
+		begin := time.Now()
+		if c.ControlPlane, err = controlplane.Start(ctx, opts); err != nil {
+			return nil, err
+		}
+		logger.Info("Local control plane ready", "dir", c.ControlPlane.Dir, "duration", time.Since(begin).Round(time.Millisecond))
+		c.Config = c.ControlPlane.Config
+		c.KubeconfigPath = c.ControlPlane.KubeconfigPath
+	}
+	if c.Kube, err = kubernetes.NewForConfig(c.Config); err == nil {
+		c.Typed, err = versioned.NewForConfig(c.Config)
+	}
+	if err == nil {
+		err = c.findNodes(ctx)
+	}
+	if err != nil {
+		_ = c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// findNodes creates the fake Nodes of a local cluster, or picks the Ready,
+// schedulable and untainted Nodes of an existing one.
+func (c *Cluster) findNodes(ctx context.Context) error {
+	if c.ControlPlane != nil {
+		if err := c.ControlPlane.CreateFakeNodes(ctx, FakeNodeNames...); err != nil {
+			return err
+		}
+		c.Nodes, c.FakeNodes = FakeNodeNames, true
+		return nil
+	}
+	nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	c.FakeNodes = true
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable || !nodeReady(&n) || hasBlockingTaint(&n) {
+			continue
+		}
+		c.Nodes = append(c.Nodes, n.Name)
+		c.FakeNodes = c.FakeNodes && n.Annotations[controlplane.FakeNodeAnnotation] == "fake"
+	}
+	if len(c.Nodes) == 0 {
+		return errors.New("the cluster has no Ready, schedulable, untainted node")
+	}
+	return nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func hasBlockingTaint(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
+}
+
+// Node returns the i-th schedulable node, cycling when there are fewer.
+func (c *Cluster) Node(i int) string {
+	return c.Nodes[i%len(c.Nodes)]
+}
+
+// Local reports whether the cluster is the local control plane.
+func (c *Cluster) Local() bool { return c.ControlPlane != nil }
+
+// Stop stops the local control plane; an existing cluster is left as it is.
+func (c *Cluster) Stop() error {
+	if c.ControlPlane == nil {
+		return nil
+	}
+	return c.ControlPlane.Stop()
+}
+
+// RepoRoot is the repository's root directory.
+func (c *Cluster) RepoRoot() string { return c.repoRoot }
+
+// Kubectl runs the suite's kubectl as the admin and returns its output.
+func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, c.kubectl, append([]string{"--kubeconfig=" + c.KubeconfigPath}, args...)...)
+	cmd.Dir = c.repoRoot
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(out.String()))
+	}
+	return out.String(), nil
+}
+
+// InstallManifests applies manifests/default with kubectl and waits until
+// the CRDs are established.
+func (c *Cluster) InstallManifests(ctx context.Context) error {
+	if _, err := c.Kubectl(ctx, "apply", "-k", "manifests/default"); err != nil {
+		return err
+	}
+	names, err := c.crdNames()
+	if err != nil {
+		return err
+	}
+	client, err := apiextensionsclient.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		err := wait.PollUntilContextTimeout(ctx, pollInterval, time.Minute, true, func(ctx context.Context) (bool, error) {
+			crd, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, cond := range crd.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for CRD %s to be established: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// crdNames reads the names of the CRDs manifests/crd installs.
+func (c *Cluster) crdNames() ([]string, error) {
+	dir := filepath.Join(c.repoRoot, "manifests", "crd")
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var kustomization struct {
+		Resources []string `json:"resources"`
+	}
+	if err := yaml.Unmarshal(data, &kustomization); err != nil {
+		return nil, fmt.Errorf("parsing manifests/crd/kustomization.yaml: %w", err)
+	}
+	var names []string
+	for _, file := range kustomization.Resources {
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			return nil, err
+		}
+		var crd metav1.PartialObjectMetadata
+		if err := yaml.Unmarshal(data, &crd); err != nil {
+			return nil, fmt.Errorf("parsing %s: %w", file, err)
+		}
+		names = append(names, crd.Name)
+	}
+	return names, nil
+}
+
+// ScaleInClusterManager scales the manifests' Deployment and waits until the
+// Deployment controller has caught up and no pod of it is counted.
+func (c *Cluster) ScaleInClusterManager(ctx context.Context, replicas int32) error {
+	if _, err := c.Kubectl(ctx, "scale", "deployment/"+ManagerDeploymentName, "-n", ManagerNamespace,
+		fmt.Sprintf("--replicas=%d", replicas)); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, pollInterval, time.Minute, true, func(ctx context.Context) (bool, error) {
+		d, err := c.Kube.AppsV1().Deployments(ManagerNamespace).Get(ctx, ManagerDeploymentName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return d.Status.ObservedGeneration >= d.Generation && d.Status.Replicas == replicas, nil
+	})
+}
+
+// WaitInClusterManagerAvailable waits until the manifests' Deployment has all
+// its replicas available (make e2e-kind deploys it before the suite runs).
+func (c *Cluster) WaitInClusterManagerAvailable(ctx context.Context, timeout time.Duration) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		d, err := c.Kube.AppsV1().Deployments(ManagerNamespace).Get(ctx, ManagerDeploymentName, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
+		}
+		last = fmt.Sprintf("%d/%d available", d.Status.AvailableReplicas, want)
+		return d.Status.ObservedGeneration >= d.Generation && d.Status.AvailableReplicas == want && want > 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for Deployment %s/%s to be available: %w (%s)", ManagerNamespace, ManagerDeploymentName, err, last)
+	}
+	return nil
+}
+
+// ServiceAccountToken returns a token of the existing ServiceAccount
+// namespace/name from the TokenRequest API.
+func (c *Cluster) ServiceAccountToken(ctx context.Context, namespace, name string, lifetime time.Duration) (string, error) {
+	seconds := int64(lifetime / time.Second)
+	tr, err := c.Kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	return tr.Status.Token, nil
+}
+
+// WriteServiceAccountKubeconfig writes to path a kubeconfig for the cluster
+// that authenticates with a fresh token of ServiceAccount namespace/name.
+func (c *Cluster) WriteServiceAccountKubeconfig(ctx context.Context, namespace, name, path string, lifetime time.Duration) error {
+	token, err := c.ServiceAccountToken(ctx, namespace, name, lifetime)
+	if err != nil {
+		return err
+	}
+	cluster := &clientcmdapi.Cluster{
+		Server:                   c.Config.Host,
+		CertificateAuthorityData: c.Config.CAData,
+		CertificateAuthority:     c.Config.CAFile,
+		InsecureSkipTLSVerify:    c.Config.Insecure,
+		TLSServerName:            c.Config.ServerName,
+	}
+	kubeconfig := clientcmdapi.NewConfig()
+	kubeconfig.Clusters["e2e"] = cluster
+	kubeconfig.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
+	kubeconfig.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: name}
+	kubeconfig.CurrentContext = "e2e"
+	return clientcmd.WriteToFile(*kubeconfig, path)
+}
+
+// ObserverToken creates a ServiceAccount allowed to GET the managers'
+// /debug/controllers and /metrics (served over HTTPS behind TokenReview and
+// SubjectAccessReview) and returns a token of it.
+func (c *Cluster) ObserverToken(ctx context.Context, lifetime time.Duration) (string, error) {
+	objects := []func() error{
+		func() error {
+			_, err := c.Kube.CoreV1().Namespaces().Create(ctx,
+				&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: observerNamespace}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := c.Kube.CoreV1().ServiceAccounts(observerNamespace).Create(ctx,
+				&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: observerName}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := c.Kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+				ObjectMeta: metav1.ObjectMeta{Name: observerRole},
+				Rules: []rbacv1.PolicyRule{{
+					NonResourceURLs: []string{"/debug/controllers", "/metrics"}, Verbs: []string{"get"},
+				}},
+			}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := c.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: observerRole},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: observerRole},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: observerNamespace, Name: observerName}},
+			}, metav1.CreateOptions{})
+			return err
+		},
+	}
+	for _, create := range objects {
+		if err := create(); err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("creating the observer's RBAC: %w", err)
+		}
+	}
+	return c.ServiceAccountToken(ctx, observerNamespace, observerName, lifetime)
+}
+
+// RemoveObserver deletes what ObserverToken created.
+func (c *Cluster) RemoveObserver(ctx context.Context) error {
+	return errors.Join(
+		ignoreNotFound(c.Kube.RbacV1().ClusterRoleBindings().Delete(ctx, observerRole, metav1.DeleteOptions{})),
+		ignoreNotFound(c.Kube.RbacV1().ClusterRoles().Delete(ctx, observerRole, metav1.DeleteOptions{})),
+		ignoreNotFound(c.Kube.CoreV1().Namespaces().Delete(ctx, observerNamespace, metav1.DeleteOptions{})),
+	)
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// LeaseHolder returns the holder identity of the manager's Lease, "" when
+// it is free or missing.
+func (c *Cluster) LeaseHolder(ctx context.Context) (string, error) {
+	lease, err := c.Kube.CoordinationV1().Leases(ManagerNamespace).Get(ctx, LeaseName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if lease.Spec.HolderIdentity == nil {
+		return "", nil
+	}
+	return *lease.Spec.HolderIdentity, nil
+}

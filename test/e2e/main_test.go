@@ -1,0 +1,188 @@
+// Package e2e is the end-to-end suite: the manager binary, installed with
+// manifests/default and running as the manifests' ServiceAccount, against a
+// whole cluster (kube-apiserver, kube-controller-manager, kube-scheduler and
+// kwok fake nodes by default). See test/e2e/framework for the knobs.
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
+	"github.com/ndsl/controller-manager/test/e2e/framework"
+)
+
+var (
+	// suite is the configuration read from the environment.
+	suite framework.Config
+	// cluster is the cluster under test.
+	cluster *framework.Cluster
+	// launcher runs manager processes; nil when the manager under test is
+	// the in-cluster Deployment.
+	launcher *framework.Launcher
+	// logDir holds the managers' logs.
+	logDir string
+)
+
+// setupTimeout bounds building the binary, starting the cluster and
+// installing the manifests.
+const setupTimeout = 5 * time.Minute
+
+// tokenLifetime is how long the managers' and observer's tokens live; the
+// whole suite takes a few minutes.
+const tokenLifetime = time.Hour
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) (code int) {
+	defer klog.Flush()
+	logger := klog.Background()
+	suite = framework.ConfigFromEnv()
+	ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), logger), setupTimeout)
+	defer cancel()
+	begin := time.Now()
+
+	dir := suite.ArtifactsDir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "e2e-")
+		if err != nil {
+			logger.Error(err, "Creating the artifacts directory")
+			return 1
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	var err error
+	if dir, err = filepath.Abs(dir); err == nil {
+		logDir = filepath.Join(dir, "managers")
+		err = os.MkdirAll(logDir, 0o755)
+	}
+	if err != nil {
+		logger.Error(err, "Creating the artifacts directory")
+		return 1
+	}
+	if suite.InClusterManager() && !suite.UseExistingCluster {
+		logger.Error(nil, "The in-cluster manager needs an existing cluster", framework.EnvManager, suite.Manager,
+			framework.EnvUseExistingCluster, os.Getenv(framework.EnvUseExistingCluster))
+		return 1
+	}
+
+	// Build the binary while the control plane starts.
+	var binary string
+	var buildErr error
+	var wg sync.WaitGroup
+	if !suite.InClusterManager() {
+		wg.Go(func() { binary, buildErr = managerBinary(ctx, dir) })
+	}
+	cpDir := ""
+	if suite.ArtifactsDir != "" {
+		cpDir = filepath.Join(dir, "controlplane")
+	}
+	cluster, err = framework.Setup(ctx, suite, cpDir)
+	wg.Wait()
+	if err = errors.Join(err, buildErr); err != nil {
+		logger.Error(err, "Setting up the e2e suite")
+		if cluster != nil {
+			_ = cluster.Stop()
+		}
+		return 1
+	}
+	defer func() {
+		if err := cluster.Stop(); err != nil {
+			logger.Error(err, "Stopping the control plane")
+		}
+	}()
+
+	if suite.InClusterManager() {
+		err = cluster.WaitInClusterManagerAvailable(ctx, 3*time.Minute)
+	} else {
+		launcher, err = setupProcesses(ctx, binary, dir)
+	}
+	if err != nil {
+		logger.Error(err, "Setting up the e2e suite")
+		return 1
+	}
+	if launcher != nil {
+		// Every test stops its own processes in its cleanup.
+		defer launcher.Close()
+		if !cluster.Local() {
+			defer func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := cluster.RemoveObserver(ctx); err != nil {
+					logger.Error(err, "Removing the observer's RBAC")
+				}
+			}()
+		}
+	}
+	logger.Info("E2E suite ready", "duration", time.Since(begin).Round(time.Millisecond),
+		"existingCluster", suite.UseExistingCluster, "manager", suite.Manager, "nodes", cluster.Nodes, "logs", logDir)
+	return m.Run()
+}
+
+// setupProcesses installs the manifests, scales the in-cluster manager to
+// zero (on kwok its pods would not run anything) and prepares a launcher
+// whose processes authenticate as the manifests' ServiceAccount.
+func setupProcesses(ctx context.Context, binary, dir string) (*framework.Launcher, error) {
+	if err := cluster.InstallManifests(ctx); err != nil {
+		return nil, err
+	}
+	if err := cluster.ScaleInClusterManager(ctx, 0); err != nil {
+		return nil, fmt.Errorf("scaling the in-cluster manager to zero: %w", err)
+	}
+	kubeconfig := filepath.Join(dir, "manager.kubeconfig")
+	if err := cluster.WriteServiceAccountKubeconfig(ctx, framework.ManagerNamespace, framework.ManagerServiceAccount,
+		kubeconfig, tokenLifetime); err != nil {
+		return nil, err
+	}
+	observer, err := cluster.ObserverToken(ctx, tokenLifetime)
+	if err != nil {
+		return nil, err
+	}
+	return framework.NewLauncher(binary, kubeconfig, logDir, observer), nil
+}
+
+// managerBinary is $E2E_MANAGER_BINARY, else the manager built into dir, so
+// that a plain `go test ./...` tests the code of this checkout.
+func managerBinary(ctx context.Context, dir string) (string, error) {
+	if path := suite.ManagerBinary; path != "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return "", err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return "", fmt.Errorf("%s: %w", framework.EnvManagerBinary, err)
+		}
+		return abs, nil
+	}
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	out := filepath.Join(dir, "bin", "controller-manager")
+	begin := time.Now()
+	cmd := exec.CommandContext(ctx, goTool, "build", "-o", out, "./cmd/controller-manager")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the manager: %w: %s", err, output)
+	}
+	klog.FromContext(ctx).Info("Built the manager", "path", out, "duration", time.Since(begin).Round(time.Millisecond))
+	return out, nil
+}
