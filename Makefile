@@ -87,6 +87,15 @@ e2e-kind: controlplane ## The e2e suite against a kind cluster running the image
 	KUBECONFIG=$(KIND_KUBECONFIG) E2E_USE_EXISTING_CLUSTER=true E2E_MANAGER=deployment E2E_ARTIFACTS=$(E2E_ARTIFACTS) \
 		go test $(E2E_FLAGS) ./test/e2e
 
+# The scale benchmark (test/bench/scale, issue 7); not part of `make test`.
+# Built and exec'd rather than go run, which would not pass SIGTERM on.
+BENCH_ARGS ?=
+
+.PHONY: bench
+bench: build controlplane ## Scale benchmark of _output/controller-manager on a local control plane; table into docs/benchmarks.md. Quick run: BENCH_ARGS="--apps=200 --steady-duration=1m --markdown=".
+	go build -o $(OUTPUT)/bench-scale ./test/bench/scale
+	$(OUTPUT)/bench-scale --binary=$(OUTPUT)/controller-manager $(BENCH_ARGS)
+
 .PHONY: help
 help:
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'

@@ -312,7 +312,7 @@ func ingressURL(ing *networkingv1.Ingress) string {
 
 // DesiredChildren returns the objects the controller creates for app: its
 // Deployment, and its Service and Ingress when asked for (nil otherwise).
-// Tools that measure against the controller use it, like test/bench/appbench.
+// Tools that measure against the controller use it, like test/bench/scale.
 func DesiredChildren(app *appv1beta1.App, opts Options) (*appsv1.Deployment, *corev1.Service, *networkingv1.Ingress, error) {
 	d, err := typed[appsv1.Deployment](desiredDeployment(app))
 	if err != nil {

@@ -1,0 +1,364 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
+	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
+	"github.com/ndsl/controller-manager/test/integration/framework"
+)
+
+// cluster is the control plane the benchmark runs against, and its clients.
+type cluster struct {
+	kubeconfig string
+	config     *rest.Config // admin, as loaded
+	kube       kubernetes.Interface
+	crd        versioned.Interface
+	// local is the control plane this command started; nil when reusing one.
+	local *controlplane.ControlPlane
+	nodes []string
+}
+
+// startCluster starts the local control plane (etcd with fsync,
+// kube-apiserver, kube-controller-manager, kube-scheduler, kwok), or loads
+// $KUBECONFIG's, installs the CRDs and creates the kwok nodes.
+func startCluster(ctx context.Context, cfg config) (*cluster, error) {
+	c := &cluster{}
+	if cfg.useExisting {
+		path := os.Getenv("KUBECONFIG")
+		if path == "" {
+			return nil, errors.New("--use-existing-cluster needs $KUBECONFIG")
+		}
+		c.kubeconfig = filepath.SplitList(path)[0]
+		loaded, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading %s: %w", c.kubeconfig, err)
+		}
+		c.config = loaded
+	} else {
+		dir := filepath.Join(cfg.artifacts, "controlplane")
+		if err := controlplane.RemoveState(dir); err != nil {
+			return nil, err
+		}
+		startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		cp, err := controlplane.Start(startCtx, controlplane.Options{
+			BinDir: cfg.binDir, Dir: dir, Fsync: true,
+			ControllerManager: true, Scheduler: true, Kwok: true,
+		})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("starting the control plane: %w", err)
+		}
+		c.local, c.kubeconfig, c.config = cp, cp.KubeconfigPath, cp.Config
+	}
+	kubeConfig, crdConfig := clientConfigs(c.config)
+	var err error
+	if c.kube, err = kubernetes.NewForConfig(kubeConfig); err != nil {
+		return c, err
+	}
+	if c.crd, err = versioned.NewForConfig(crdConfig); err != nil {
+		return c, err
+	}
+	if err := framework.InstallCRDs(ctx, c.config); err != nil {
+		return c, err
+	}
+	// A CRD is served a moment after it is established.
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err1 := c.crd.AppV1beta1().Apps(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{Limit: 1})
+		_, err2 := c.crd.PipelineV1beta1().Pipelines().List(ctx, metav1.ListOptions{Limit: 1})
+		return err1 == nil && err2 == nil, nil
+	}); err != nil {
+		return c, fmt.Errorf("waiting for the CRDs to be served: %w", err)
+	}
+	if err := c.createNodes(ctx, cfg.nodes, cfg.podsPerNode); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func (c *cluster) stop() {
+	if c.local != nil {
+		if err := c.local.Stop(); err != nil {
+			klog.ErrorS(err, "Stopping the control plane")
+		}
+	}
+}
+
+// clientConfigs are the benchmark's client configs, as the manager's flags
+// make its own with --kube-api-qps=-1: protobuf for built-in types, JSON for
+// custom resources, no client-side rate limiting.
+func clientConfigs(admin *rest.Config) (kube, crd *rest.Config) {
+	kube = rest.CopyConfig(admin)
+	kube.QPS = -1
+	kube.ContentType = "application/vnd.kubernetes.protobuf"
+	kube.AcceptContentTypes = kube.ContentType + ",application/json"
+	kube.UserAgent = "bench-scale"
+	crd = rest.CopyConfig(kube)
+	crd.ContentType = "application/json"
+	crd.AcceptContentTypes = "application/json"
+	return kube, crd
+}
+
+// createNodes creates n kwok nodes (kept if they exist) with room for pods
+// pods each and waits until they are Ready: kwok must run in the cluster.
+func (c *cluster) createNodes(ctx context.Context, n, pods int) error {
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("bench-node-%d", i)
+		c.nodes = append(c.nodes, name)
+		if _, err := c.kube.CoreV1().Nodes().Create(ctx, benchNode(name, pods), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating node %s: %w", name, err)
+		}
+	}
+	var notReady []string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		notReady = nil
+		for _, name := range c.nodes {
+			node, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil || !nodeReady(node) {
+				notReady = append(notReady, name)
+			}
+		}
+		return len(notReady) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("nodes %v not Ready (is kwok running in the cluster?): %w", notReady, err)
+	}
+	return nil
+}
+
+func nodeReady(node *corev1.Node) bool {
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (c *cluster) createNamespace(ctx context.Context, name string) error {
+	_, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// deleteNamespace deletes a namespace and waits until it is gone: the
+// namespace controller deletes its contents by collection, and kwok ends
+// its pods.
+func (c *cluster) deleteNamespace(ctx context.Context, name string, timeout time.Duration) error {
+	err := c.kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deleting namespace %s: %w", name, err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		_, err := c.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for namespace %s to be deleted: %w", name, err)
+	}
+	return nil
+}
+
+// revision is the API server's current resourceVersion, in practice etcd's
+// revision: it grows by one per write, whoever makes it.
+func (c *cluster) revision(ctx context.Context) (int64, error) {
+	list, err := c.kube.CoreV1().ConfigMaps(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(list.ResourceVersion, 10, 64)
+}
+
+// waitQuiet waits until the cluster writes less than maxRate objects per
+// second over 3 seconds: kube-controller-manager, the scheduler and kwok
+// have caught up with the last phase. It returns the last rate seen; a
+// timeout is logged, not an error.
+func (c *cluster) waitQuiet(ctx context.Context, maxRate float64, timeout time.Duration) (float64, error) {
+	type point struct {
+		at  time.Time
+		rev int64
+	}
+	var points []point
+	rate := -1.0
+	begin := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		rev, err := c.revision(ctx)
+		if err != nil {
+			return false, nil
+		}
+		points = append(points, point{time.Now(), rev})
+		for len(points) > 1 && points[len(points)-1].at.Sub(points[1].at) >= 3*time.Second {
+			points = points[1:]
+		}
+		first, last := points[0], points[len(points)-1]
+		if last.at.Sub(first.at) < 3*time.Second-100*time.Millisecond {
+			return false, nil
+		}
+		rate = float64(last.rev-first.rev) / last.at.Sub(first.at).Seconds()
+		return rate < maxRate, nil
+	})
+	if ctx.Err() != nil {
+		return rate, ctx.Err()
+	}
+	if err != nil {
+		klog.FromContext(ctx).Info("The cluster did not get quiet; going on", "writesPerSecond", rate, "waited", time.Since(begin).Round(time.Second))
+	} else {
+		klog.FromContext(ctx).V(1).Info("Cluster quiet", "writesPerSecond", rate, "waited", time.Since(begin).Round(time.Second))
+	}
+	return rate, nil
+}
+
+// count counts the objects a list call returns, paging through them.
+func count(ctx context.Context, list func(context.Context, metav1.ListOptions) (runtime.Object, error)) (int, error) {
+	total := 0
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		obj, err := list(ctx, opts)
+		if err != nil {
+			return 0, err
+		}
+		items, err := meta.ExtractList(obj)
+		if err != nil {
+			return 0, err
+		}
+		total += len(items)
+		lm, err := meta.ListAccessor(obj)
+		if err != nil {
+			return 0, err
+		}
+		if lm.GetContinue() == "" {
+			return total, nil
+		}
+		opts.Continue = lm.GetContinue()
+	}
+}
+
+// cachedObjects counts, cluster-wide, the objects of every kind the
+// manager's informers cache with all default controllers on.
+func (c *cluster) cachedObjects(ctx context.Context) (int, map[string]int, error) {
+	lists := map[string]func(context.Context, metav1.ListOptions) (runtime.Object, error){
+		"apps": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.crd.AppV1beta1().Apps("").List(ctx, o)
+		},
+		"pipelines": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.crd.PipelineV1beta1().Pipelines().List(ctx, o)
+		},
+		"deployments": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.kube.AppsV1().Deployments("").List(ctx, o)
+		},
+		"services": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.kube.CoreV1().Services("").List(ctx, o)
+		},
+		"ingresses": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.kube.NetworkingV1().Ingresses("").List(ctx, o)
+		},
+		"persistentvolumes": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.kube.CoreV1().PersistentVolumes().List(ctx, o)
+		},
+		"persistentvolumeclaims": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.kube.CoreV1().PersistentVolumeClaims("").List(ctx, o)
+		},
+		"namespaces": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.kube.CoreV1().Namespaces().List(ctx, o)
+		},
+		"nodes": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.kube.CoreV1().Nodes().List(ctx, o)
+		},
+	}
+	byKind := map[string]int{}
+	total := 0
+	for kind, list := range lists {
+		n, err := count(ctx, list)
+		if err != nil {
+			return 0, nil, fmt.Errorf("counting %s: %w", kind, err)
+		}
+		byKind[kind] = n
+		total += n
+	}
+	return total, byKind, nil
+}
+
+// eventWrites counts the writes of the manager's event recorder in
+// namespace from the Events its controllers reported: one create per Event
+// and one patch per repetition (count - 1).
+func (c *cluster) eventWrites(ctx context.Context, namespace string, components ...string) (creates, patches int, err error) {
+	want := map[string]bool{}
+	for _, comp := range components {
+		want[comp] = true
+	}
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := c.kube.CoreV1().Events(namespace).List(ctx, opts)
+		if err != nil {
+			return 0, 0, fmt.Errorf("listing events in %s: %w", namespace, err)
+		}
+		for _, e := range list.Items {
+			if want[e.Source.Component] || want[e.ReportingController] {
+				creates++
+				patches += int(max(e.Count, 1)) - 1
+			}
+		}
+		if list.Continue == "" {
+			return creates, patches, nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+// parallel runs fn for 0..n-1 on concurrency goroutines and returns the
+// first error.
+func parallel(ctx context.Context, n, concurrency int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range concurrency {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(ctx, i); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// listNames is a helper for messages: up to five names.
+func listNames(names []string) string {
+	if len(names) > 5 {
+		return strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d more", len(names)-5)
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,505 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime/pprof"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	"github.com/ndsl/controller-manager/controllers/pipeline"
+	"github.com/ndsl/controller-manager/pkg/controller"
+	crdinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions"
+)
+
+// tracker records when each of want objects first converged (children
+// exist, status written) and first turned Ready (pods available).
+type tracker struct {
+	want int
+
+	mu                   sync.Mutex
+	converged, ready     map[string]time.Time
+	allConverged, allRdy chan struct{}
+}
+
+func newTracker(want int) *tracker {
+	return &tracker{want: want, converged: map[string]time.Time{}, ready: map[string]time.Time{},
+		allConverged: make(chan struct{}), allRdy: make(chan struct{})}
+}
+
+func (t *tracker) observe(name string, converged, ready bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	mark := func(m map[string]time.Time, done chan struct{}) {
+		if _, seen := m[name]; !seen {
+			m[name] = now
+			if len(m) == t.want {
+				close(done)
+			}
+		}
+	}
+	if converged || ready {
+		mark(t.converged, t.allConverged)
+	}
+	if ready {
+		mark(t.ready, t.allRdy)
+	}
+}
+
+func (t *tracker) counts() (converged, ready int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.converged), len(t.ready)
+}
+
+// waitFor waits for done, for at most timeout.
+func waitFor(ctx context.Context, done <-chan struct{}, timeout time.Duration) error {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-timer.C:
+		return context.DeadlineExceeded
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// convergence is one manager measurement.
+type convergence struct {
+	n      int
+	before phaseStart
+	// elapsed is from the first create to the last object converged.
+	elapsed time.Duration
+	// readyElapsed is from the first create to the last object Ready (its
+	// pods available); zero when the scenario has no pods or they were not
+	// all Ready within --settle-timeout (readyMissing says how many).
+	readyElapsed time.Duration
+	readyMissing int
+	// Manager figures: at convergence, and in total once everything settled.
+	writesAtConvergence, writes, failedWrites, reconciles float64
+	// methods splits writes by HTTP method; putsAtConvergence are the PUTs
+	// (status and child updates) made by convergence.
+	methods           map[string]float64
+	putsAtConvergence float64
+	// eventCreates and eventPatches are the manager's Event writes.
+	eventCreates, eventPatches int
+	managerCPU                 float64 // CPU seconds until convergence
+	etcdWrites                 int64   // cluster writes until convergence
+	cpu                        cpuUsage
+	notes                      []string
+}
+
+func (c convergence) rate() float64 { return float64(c.n) / c.elapsed.Seconds() }
+
+// objectWrites are the manager's writes per object without its events.
+func (c convergence) objectWrites() float64 {
+	return (c.writes - float64(c.eventCreates+c.eventPatches)) / float64(c.n)
+}
+
+// split divides the object writes per object into creates (POST), updates
+// (PUT) and the rest (PATCH, DELETE), Events taken out.
+func (c convergence) split() (creates, updates, other float64) {
+	n := float64(c.n)
+	return (c.methods["POST"] - float64(c.eventCreates)) / n, c.methods["PUT"] / n,
+		(c.methods["PATCH"] - float64(c.eventPatches) + c.methods["DELETE"]) / n
+}
+
+// measureConvergence creates n objects with create, concurrency at a time,
+// and waits until t says they all converged; then until they are all Ready
+// (when ready is set), the manager is idle and the cluster quiet.
+func measureConvergence(ctx context.Context, c *cluster, cfg config, name string, m manager, t *tracker, waitReady bool,
+	create func(ctx context.Context, i int) error) (convergence, error) {
+	logger := klog.FromContext(ctx)
+	before, err := settle(ctx, c, cfg)
+	if err != nil {
+		return convergence{}, err
+	}
+	res := convergence{n: t.want, before: before}
+	c0, err := m.Counters(ctx)
+	if err != nil {
+		return res, err
+	}
+	rev0, err := c.revision(ctx)
+	if err != nil {
+		return res, err
+	}
+	stopProfile, err := startProfile(cfg, name)
+	if err != nil {
+		return res, err
+	}
+	defer stopProfile()
+	cpu0 := takeCPUSnapshot()
+	start := time.Now()
+	if err := parallel(ctx, t.want, cfg.concurrency, create); err != nil {
+		return res, fmt.Errorf("creating: %w", err)
+	}
+	logger.Info("Created; waiting for convergence", "objects", t.want, "after", time.Since(start).Round(time.Millisecond))
+	if err := waitFor(ctx, t.allConverged, cfg.phaseTimeout); err != nil {
+		n, _ := t.counts()
+		return res, fmt.Errorf("%d of %d converged within %s: %w", n, t.want, cfg.phaseTimeout, err)
+	}
+	res.elapsed = time.Since(start)
+	stopProfile()
+	cpu1 := takeCPUSnapshot()
+	res.cpu = cpu0.until(cpu1)
+	c1, err := m.Counters(ctx)
+	if err != nil {
+		return res, err
+	}
+	rev1, err := c.revision(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.writesAtConvergence = c1.Writes - c0.Writes
+	res.putsAtConvergence = c1.WritesByMethod["PUT"] - c0.WritesByMethod["PUT"]
+	res.managerCPU = c1.CPUSeconds - c0.CPUSeconds
+	res.etcdWrites = rev1 - rev0
+	logger.Info("Converged", "objects", t.want, "elapsed", res.elapsed.Round(time.Millisecond),
+		"perSecond", fmt.Sprintf("%.1f", res.rate()), "cpu", res.cpu.String())
+
+	if waitReady {
+		err := waitFor(ctx, t.allRdy, cfg.settleTimeout)
+		_, ready := t.counts()
+		switch {
+		case ctx.Err() != nil:
+			return res, ctx.Err()
+		case err != nil:
+			res.readyMissing = t.want - ready
+			logger.Info("Not all Ready within --settle-timeout; going on", "ready", ready, "of", t.want)
+		default:
+			res.readyElapsed = time.Since(start)
+			logger.Info("All Ready", "elapsed", res.readyElapsed.Round(time.Second))
+		}
+	}
+	if err := waitManagerReady(ctx, m, cfg.settleTimeout, 3*time.Second); err != nil {
+		return res, err
+	}
+	if _, err := c.waitQuiet(ctx, cfg.quietRate, cfg.quietTimeout); err != nil {
+		return res, err
+	}
+	// Anything the quiet cluster's last changes asked the manager to write.
+	if err := waitManagerReady(ctx, m, cfg.settleTimeout, 3*time.Second); err != nil {
+		return res, err
+	}
+	c2, err := m.Counters(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.writes = c2.Writes - c0.Writes
+	res.methods = map[string]float64{}
+	for method, n := range c2.WritesByMethod {
+		res.methods[method] = n - c0.WritesByMethod[method]
+	}
+	res.failedWrites = c2.FailedWrites - c0.FailedWrites
+	res.reconciles = c2.Reconciles - c0.Reconciles
+	return res, nil
+}
+
+// profilePath is where profile mode writes the CPU profile of a scenario:
+// --cpuprofile with the scenario's name before the extension.
+func profilePath(cfg config, scenario string) string {
+	ext := filepath.Ext(cfg.cpuprofile)
+	return strings.TrimSuffix(cfg.cpuprofile, ext) + "-" + scenario + ext
+}
+
+// startProfile starts the CPU profile of a scenario in profile mode; the
+// returned function stops it and may be called more than once.
+func startProfile(cfg config, scenario string) (func(), error) {
+	if cfg.cpuprofile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(profilePath(cfg, scenario))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		})
+	}, nil
+}
+
+// conditionStatus returns the condition of type t, or nil.
+func condition(conds []metav1.Condition, t string) *metav1.Condition {
+	return meta.FindStatusCondition(conds, t)
+}
+
+// appConverged: the status was written for the current generation by a
+// reconcile that found every child and wrote without failure.
+func appConverged(a *appv1beta1.App) (converged, ready bool) {
+	if a.Status.ObservedGeneration != a.Generation {
+		return false, false
+	}
+	degraded := condition(a.Status.Conditions, appv1beta1.ConditionDegraded)
+	readyCond := condition(a.Status.Conditions, appv1beta1.ConditionReady)
+	if degraded == nil || degraded.Status != metav1.ConditionFalse || readyCond == nil {
+		return false, false
+	}
+	return readyCond.Reason != appv1beta1.ReasonResourceMissing, readyCond.Status == metav1.ConditionTrue
+}
+
+// pipelineConverged: the status was written for the current generation by a
+// reconcile that found the storage and every step's children.
+func pipelineConverged(p *pipelinev1beta1.Pipeline) (converged, ready bool) {
+	if p.Status.ObservedGeneration != p.Generation || len(p.Status.Steps) != len(p.Spec.Steps) {
+		return false, false
+	}
+	degraded := condition(p.Status.Conditions, pipelinev1beta1.ConditionDegraded)
+	if degraded == nil || degraded.Status != metav1.ConditionFalse {
+		return false, false
+	}
+	for _, t := range []string{pipelinev1beta1.ConditionStorageReady, pipelinev1beta1.ConditionStepsReady} {
+		cond := condition(p.Status.Conditions, t)
+		if cond == nil || strings.Contains(cond.Message, "does not exist") {
+			return false, false
+		}
+	}
+	readyCond := condition(p.Status.Conditions, pipelinev1beta1.ConditionReady)
+	return true, readyCond != nil && readyCond.Status == metav1.ConditionTrue
+}
+
+// watchApps feeds t from the Apps of namespace until ctx ends.
+func watchApps(ctx context.Context, c *cluster, ns string, t *tracker) {
+	factory := crdinformers.NewSharedInformerFactoryWithOptions(c.crd, 0, crdinformers.WithNamespace(ns))
+	observe := func(obj any) {
+		if a, ok := obj.(*appv1beta1.App); ok {
+			conv, ready := appConverged(a)
+			t.observe(a.Name, conv, ready)
+		}
+	}
+	_, _ = factory.App().V1beta1().Apps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: observe, UpdateFunc: func(_, obj any) { observe(obj) },
+	})
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	go func() { <-ctx.Done(); factory.Shutdown() }()
+}
+
+// watchPipelines feeds t from the Pipelines labelled with phase.
+func watchPipelines(ctx context.Context, c *cluster, phase string, t *tracker) {
+	factory := crdinformers.NewSharedInformerFactoryWithOptions(c.crd, 0,
+		crdinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = benchLabel + "=" + phase }))
+	observe := func(obj any) {
+		if p, ok := obj.(*pipelinev1beta1.Pipeline); ok {
+			conv, ready := pipelineConverged(p)
+			t.observe(p.Name, conv, ready)
+		}
+	}
+	_, _ = factory.Pipeline().V1beta1().Pipelines().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: observe, UpdateFunc: func(_, obj any) { observe(obj) },
+	})
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	go func() { <-ctx.Done(); factory.Shutdown() }()
+}
+
+// watchIngresses feeds t from the Ingresses of namespace: one that exists
+// has converged (it has no status to wait for).
+func watchIngresses(ctx context.Context, c *cluster, ns string, t *tracker) {
+	factory := kubeinformers.NewSharedInformerFactoryWithOptions(c.kube, 0, kubeinformers.WithNamespace(ns))
+	observe := func(obj any) {
+		if ing, ok := obj.(*networkingv1.Ingress); ok {
+			t.observe(ing.Name, true, true)
+		}
+	}
+	_, _ = factory.Networking().V1().Ingresses().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: observe})
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	go func() { <-ctx.Done(); factory.Shutdown() }()
+}
+
+// managedCount counts the objects in ns carrying the manager's label.
+func managedCount(ctx context.Context, c *cluster, ns string) (deployments, services, ingresses, claims int, err error) {
+	opts := metav1.ListOptions{LabelSelector: controller.ManagedByLabel + "=" + controller.ManagedByValue}
+	d, err := c.kube.AppsV1().Deployments(ns).List(ctx, opts)
+	if err != nil {
+		return
+	}
+	s, err := c.kube.CoreV1().Services(ns).List(ctx, opts)
+	if err != nil {
+		return
+	}
+	i, err := c.kube.NetworkingV1().Ingresses(ns).List(ctx, opts)
+	if err != nil {
+		return
+	}
+	p, err := c.kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, opts)
+	if err != nil {
+		return
+	}
+	return len(d.Items), len(s.Items), len(i.Items), len(p.Items), nil
+}
+
+// scenarioApps: n Apps with Service and Ingress, created at once.
+func scenarioApps(ctx context.Context, c *cluster, cfg config, m manager) (convergence, error) {
+	const ns = "bench-apps"
+	if err := c.createNamespace(ctx, ns); err != nil {
+		return convergence{}, err
+	}
+	watchCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	t := newTracker(cfg.apps)
+	watchApps(watchCtx, c, ns, t)
+	res, err := measureConvergence(ctx, c, cfg, scenarioNameApps, m, t, true, func(ctx context.Context, i int) error {
+		_, err := c.crd.AppV1beta1().Apps(ns).Create(ctx, newApp(i, 1), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("Apps: %w", err)
+	}
+	d, s, i, _, err := managedCount(ctx, c, ns)
+	if err != nil {
+		return res, err
+	}
+	if d != cfg.apps || s != cfg.apps || i != cfg.apps {
+		return res, fmt.Errorf("%d Deployments, %d Services, %d Ingresses for %d converged Apps", d, s, i, cfg.apps)
+	}
+	if res.eventCreates, res.eventPatches, err = c.eventWrites(ctx, ns, "app"); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// scenarioPipelines: n Pipelines of cfg.steps steps pinned to the kwok
+// nodes, created at once.
+func scenarioPipelines(ctx context.Context, c *cluster, cfg config, m manager) (convergence, error) {
+	const ns = "bench-pipelines"
+	if err := c.createNamespace(ctx, ns); err != nil {
+		return convergence{}, err
+	}
+	watchCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	t := newTracker(cfg.pipelines)
+	watchPipelines(watchCtx, c, "mgr", t)
+	res, err := measureConvergence(ctx, c, cfg, scenarioNamePipelines, m, t, true, func(ctx context.Context, i int) error {
+		_, err := c.crd.PipelineV1beta1().Pipelines().Create(ctx, newPipeline("mgr", i, cfg.steps, ns, c.nodes), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("Pipelines: %w", err)
+	}
+	d, s, _, claims, err := managedCount(ctx, c, ns)
+	if err != nil {
+		return res, err
+	}
+	if want := cfg.pipelines * cfg.steps; d != want || s != want || claims != cfg.pipelines {
+		return res, fmt.Errorf("%d Deployments, %d Services, %d claims for %d converged Pipelines of %d steps", d, s, claims, cfg.pipelines, cfg.steps)
+	}
+	// Events about a cluster-scoped Pipeline go to the default namespace.
+	for _, eventNS := range []string{ns, metav1.NamespaceDefault} {
+		creates, patches, err := c.eventWrites(ctx, eventNS, pipeline.ControllerName)
+		if err != nil {
+			return res, err
+		}
+		res.eventCreates += creates
+		res.eventPatches += patches
+	}
+	if diff, err := checkRawPipelineMirror(ctx, c, ns); err != nil {
+		return res, err
+	} else if diff != "" {
+		res.notes = append(res.notes, "raw Pipeline children differ from the controller's: "+diff)
+		klog.FromContext(ctx).Info("WARNING: the raw Pipeline children differ from the controller's", "diff", diff)
+	}
+	return res, nil
+}
+
+// checkRawPipelineMirror compares what rawPipelineChildren builds with what
+// the controller created for the first Pipeline, field by field where the
+// controller sets them. It returns the differences.
+func checkRawPipelineMirror(ctx context.Context, c *cluster, ns string) (string, error) {
+	p, err := c.crd.PipelineV1beta1().Pipelines().Get(ctx, "mgr-pl-0000", metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	raw := rawPipelineChildren(p)
+	var diffs []string
+	differ := func(what string, a, b any) {
+		if !reflect.DeepEqual(a, b) {
+			diffs = append(diffs, fmt.Sprintf("%s: raw %v, controller %v", what, a, b))
+		}
+	}
+	pv, err := c.kube.CoreV1().PersistentVolumes().Get(ctx, raw.volume.Name, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("the controller's volume is not named as the raw one: %w", err)
+	}
+	differ("volume labels", raw.volume.Labels, pv.Labels)
+	differ("volume source", raw.volume.Spec.CSI, pv.Spec.CSI)
+	differ("volume capacity", raw.volume.Spec.Capacity.Storage().String(), pv.Spec.Capacity.Storage().String())
+	pvc, err := c.kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, raw.claim.Name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	differ("claim labels", raw.claim.Labels, pvc.Labels)
+	differ("claim volume", raw.claim.Spec.VolumeName, pvc.Spec.VolumeName)
+	for s := range raw.deployments {
+		want := raw.deployments[s]
+		d, err := c.kube.AppsV1().Deployments(ns).Get(ctx, want.Name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		differ(want.Name+" labels", want.Labels, d.Labels)
+		differ(want.Name+" owner", want.OwnerReferences, d.OwnerReferences)
+		differ(want.Name+" selector", want.Spec.Selector, d.Spec.Selector)
+		differ(want.Name+" affinity", want.Spec.Template.Spec.Affinity, d.Spec.Template.Spec.Affinity)
+		differ(want.Name+" volumes", want.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim, d.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim)
+		wc, dc := want.Spec.Template.Spec.Containers[0], d.Spec.Template.Spec.Containers[0]
+		differ(want.Name+" env", wc.Env, dc.Env)
+		differ(want.Name+" args", wc.Args, dc.Args)
+		differ(want.Name+" ports", wc.Ports, dc.Ports)
+		differ(want.Name+" mounts", wc.VolumeMounts, dc.VolumeMounts)
+		svc, err := c.kube.CoreV1().Services(ns).Get(ctx, raw.services[s].Name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		differ(svc.Name+" selector", raw.services[s].Spec.Selector, svc.Spec.Selector)
+		differ(svc.Name+" port", raw.services[s].Spec.Ports[0].TargetPort, svc.Spec.Ports[0].TargetPort)
+	}
+	sort.Strings(diffs)
+	return strings.Join(diffs, "; "), nil
+}
+
+// scenarioIngress: n annotated headless Services, created at once.
+func scenarioIngress(ctx context.Context, c *cluster, cfg config, m manager) (convergence, error) {
+	const ns = "bench-ingress"
+	if err := c.createNamespace(ctx, ns); err != nil {
+		return convergence{}, err
+	}
+	watchCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	t := newTracker(cfg.services)
+	watchIngresses(watchCtx, c, ns, t)
+	res, err := measureConvergence(ctx, c, cfg, scenarioNameIngress, m, t, false, func(ctx context.Context, i int) error {
+		_, err := c.kube.CoreV1().Services(ns).Create(ctx, newIngressService(i), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("Ingresses: %w", err)
+	}
+	if res.eventCreates, res.eventPatches, err = c.eventWrites(ctx, ns, "ingress"); err != nil {
+		return res, err
+	}
+	return res, nil
+}

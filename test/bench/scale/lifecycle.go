@@ -1,0 +1,344 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+)
+
+// memorySampler follows a manager's heap and RSS once a second.
+type memorySampler struct {
+	m                manager
+	mu               sync.Mutex
+	maxHeap, maxRSS  float64
+	lastHeap, lastRS float64
+	stop             context.CancelFunc
+	done             chan struct{}
+}
+
+func startMemorySampler(ctx context.Context, m manager) *memorySampler {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &memorySampler{m: m, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		_ = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+			s.sample(ctx)
+			return false, nil
+		})
+	}()
+	return s
+}
+
+func (s *memorySampler) sample(ctx context.Context) {
+	c, err := s.m.Counters(ctx)
+	if err != nil {
+		return
+	}
+	rss := c.RSS
+	if v, err := procStatusKB(s.m.PID(), "VmRSS"); err == nil {
+		rss = v
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastHeap, s.lastRS = c.HeapInuse, rss
+	s.maxHeap, s.maxRSS = max(s.maxHeap, c.HeapInuse), max(s.maxRSS, rss)
+}
+
+// read samples once more and returns the current and peak figures. The
+// peak RSS is the kernel's high-water mark when it is known.
+func (s *memorySampler) read(ctx context.Context) (heap, rss, peakHeap, peakRSS float64) {
+	s.sample(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	peakRSS = s.maxRSS
+	if hwm, err := procStatusKB(s.m.PID(), "VmHWM"); err == nil {
+		peakRSS = hwm
+	}
+	return s.lastHeap, s.lastRS, s.maxHeap, peakRSS
+}
+
+func (s *memorySampler) close() {
+	s.stop()
+	<-s.done
+}
+
+// memoryResult is scenario 5: the manager's memory after scenarios 1-3.
+type memoryResult struct {
+	baseObjects, objects         int
+	byKind                       map[string]int
+	baseHeap, baseRSS            float64
+	heap, rss, peakHeap, peakRSS float64
+}
+
+// perThousand is bytes per 1,000 cached objects above the baseline.
+func (r memoryResult) perThousand(now, base float64) float64 {
+	if r.objects <= r.baseObjects {
+		return 0
+	}
+	return (now - base) / float64(r.objects-r.baseObjects) * 1000
+}
+
+// steadyResult is scenario 4.
+type steadyResult struct {
+	resync, duration     time.Duration
+	startup              time.Duration // start to ready, synced, idle
+	startupWrites        float64
+	objects              int
+	writes, failedWrites float64
+	reconciles           float64
+	cpuSeconds           float64
+	rss, heap            float64
+	before               phaseStart
+}
+
+// scenarioSteady runs a fresh manager with a short resync period over
+// everything in the cluster and counts what it writes and the CPU it uses
+// over cfg.steadyDuration once it is idle.
+func scenarioSteady(ctx context.Context, c *cluster, cfg config, sp *spawner) (steadyResult, error) {
+	logger := klog.FromContext(ctx)
+	res := steadyResult{resync: cfg.resync, duration: cfg.steadyDuration}
+	var err error
+	if res.objects, _, err = c.cachedObjects(ctx); err != nil {
+		return res, err
+	}
+	begin := time.Now()
+	m, err := startBinaryManager(ctx, sp, managerSpec{
+		name: "steady", binary: cfg.binary, kubeconfig: c.kubeconfig, logDir: cfg.artifacts,
+		args: append([]string{"--leader-elect=false", "--min-resync-period=" + cfg.resync.String()}, cfg.managerArgs...),
+	})
+	if err != nil {
+		return res, err
+	}
+	defer func() { _, _ = m.Terminate(time.Minute) }()
+	if err := waitManagerReady(ctx, m, 10*time.Minute, 3*time.Second); err != nil {
+		return res, err
+	}
+	res.startup = time.Since(begin)
+	c0, err := m.Counters(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.startupWrites = c0.Writes
+	if res.before, err = settle(ctx, c, cfg); err != nil {
+		return res, err
+	}
+	c0, err = m.Counters(ctx)
+	if err != nil {
+		return res, err
+	}
+	cpu0, cpuErr := procTimes(m.PID())
+	logger.Info("Steady state: measuring", "duration", cfg.steadyDuration, "resync", cfg.resync, "objects", res.objects)
+	timer := time.NewTimer(cfg.steadyDuration)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-timer.C:
+	}
+	c1, err := m.Counters(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.writes = c1.Writes - c0.Writes
+	res.failedWrites = c1.FailedWrites - c0.FailedWrites
+	res.reconciles = c1.Reconciles - c0.Reconciles
+	res.cpuSeconds = c1.CPUSeconds - c0.CPUSeconds
+	if cpu1, err := procTimes(m.PID()); err == nil && cpuErr == nil {
+		res.cpuSeconds = (cpu1 - cpu0).Seconds()
+	}
+	res.heap = c1.HeapInuse
+	res.rss = c1.RSS
+	if rss, err := procStatusKB(m.PID(), "VmRSS"); err == nil {
+		res.rss = rss
+	}
+	logger.Info("Steady state measured", "writes", res.writes, "reconciles", res.reconciles, "cpuSeconds", res.cpuSeconds)
+	return res, nil
+}
+
+// failoverResult is scenario 6.
+type failoverResult struct {
+	lease, renew, retry time.Duration
+	objects             int
+	// From kill -9 / SIGTERM of the leader to the standby leading and to
+	// its first reconcile.
+	killLeading, killReconcile time.Duration
+	termLeading, termReconcile time.Duration
+	// termExit is the SIGTERM'd leader's exit code, termExitAfter how long
+	// it took to exit.
+	termExit      int
+	termExitAfter time.Duration
+}
+
+// scenarioFailover runs two managers with leader election: kill -9 of the
+// leader, then SIGTERM of the next one, each time timing the standby.
+func scenarioFailover(ctx context.Context, c *cluster, cfg config, sp *spawner) (failoverResult, error) {
+	logger := klog.FromContext(ctx)
+	res := failoverResult{lease: cfg.leaseDuration, renew: cfg.renewDeadline, retry: cfg.retryPeriod}
+	const ns = "bench-failover"
+	if err := c.createNamespace(ctx, ns); err != nil {
+		return res, err
+	}
+	// Something to reconcile even when no other scenario ran.
+	if err := parallel(ctx, cfg.failoverApps, cfg.concurrency, func(ctx context.Context, i int) error {
+		_, err := c.crd.AppV1beta1().Apps(ns).Create(ctx, newApp(i, 1), metav1.CreateOptions{})
+		return ignoreExists(err)
+	}); err != nil {
+		return res, fmt.Errorf("creating the failover Apps: %w", err)
+	}
+	var err error
+	if res.objects, _, err = c.cachedObjects(ctx); err != nil {
+		return res, err
+	}
+	leaseName := fmt.Sprintf("bench-scale-%d-%d", os.Getpid(), time.Now().Unix())
+	start := func(name string) (*binaryManager, error) {
+		return startBinaryManager(ctx, sp, managerSpec{
+			name: name, binary: cfg.binary, kubeconfig: c.kubeconfig, logDir: cfg.artifacts,
+			args: append([]string{
+				"--leader-elect=true",
+				"--leader-elect-resource-namespace=" + ns,
+				"--leader-elect-resource-name=" + leaseName,
+				"--leader-elect-lease-duration=" + cfg.leaseDuration.String(),
+				"--leader-elect-renew-deadline=" + cfg.renewDeadline.String(),
+				"--leader-elect-retry-period=" + cfg.retryPeriod.String(),
+			}, cfg.managerArgs...),
+		})
+	}
+	first, err := start("failover-1")
+	if err != nil {
+		return res, err
+	}
+	defer func() { _, _ = first.Terminate(time.Minute) }()
+	if err := waitLeading(ctx, first, cfg.leaseDuration+2*time.Minute); err != nil {
+		return res, err
+	}
+	if err := waitManagerReady(ctx, first, 10*time.Minute, 2*time.Second); err != nil {
+		return res, err
+	}
+
+	second, err := start("failover-2")
+	if err != nil {
+		return res, err
+	}
+	defer func() { _, _ = second.Terminate(time.Minute) }()
+	if err := waitStandby(ctx, c, second, ns, leaseName, cfg); err != nil {
+		return res, err
+	}
+	logger.Info("Failover: kill -9 of the leader")
+	killed := time.Now()
+	first.Kill()
+	if res.killLeading, res.killReconcile, err = timeTakeover(ctx, second, killed, cfg.leaseDuration+2*time.Minute); err != nil {
+		return res, fmt.Errorf("after kill -9: %w", err)
+	}
+	logger.Info("Standby took over after kill -9", "leading", res.killLeading, "firstReconcile", res.killReconcile)
+	if err := waitManagerReady(ctx, second, 10*time.Minute, 2*time.Second); err != nil {
+		return res, err
+	}
+
+	third, err := start("failover-3")
+	if err != nil {
+		return res, err
+	}
+	defer func() { _, _ = third.Terminate(time.Minute) }()
+	if err := waitStandby(ctx, c, third, ns, leaseName, cfg); err != nil {
+		return res, err
+	}
+	logger.Info("Failover: SIGTERM of the leader")
+	exited := make(chan struct{})
+	termed := time.Now()
+	go func() {
+		defer close(exited)
+		code, err := second.Terminate(2 * time.Minute)
+		res.termExit, res.termExitAfter = code, time.Since(termed)
+		if err != nil {
+			logger.Error(err, "The SIGTERM'd leader did not exit")
+		}
+	}()
+	leading, reconcile, err := timeTakeover(ctx, third, termed, cfg.leaseDuration+2*time.Minute)
+	<-exited
+	if err != nil {
+		return res, fmt.Errorf("after SIGTERM: %w", err)
+	}
+	res.termLeading, res.termReconcile = leading, reconcile
+	logger.Info("Standby took over after SIGTERM", "leading", leading, "firstReconcile", reconcile, "oldLeaderExit", res.termExit)
+	return res, nil
+}
+
+func waitLeading(ctx context.Context, m manager, timeout time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if exited, err := m.Exited(); exited {
+			return false, fmt.Errorf("manager %s exited (%v); log:\n%s", m.Name(), err, m.LogTail())
+		}
+		d, err := getDebug(ctx, m.Base())
+		return err == nil && d.Leading, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for manager %s to lead: %w", m.Name(), err)
+	}
+	return nil
+}
+
+// waitStandby waits until m serves as a standby and has seen the leader
+// renew its Lease twice since it started, as a standby in production has.
+func waitStandby(ctx context.Context, c *cluster, m manager, ns, lease string, cfg config) error {
+	started := metav1.NowMicro()
+	if err := waitManagerReady(ctx, m, time.Minute, 0); err != nil {
+		return err
+	}
+	renewals := 0
+	var last *metav1.MicroTime
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 4*cfg.leaseDuration+time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := c.kube.CoordinationV1().Leases(ns).Get(ctx, lease, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		renew := leaseRenewTime(l)
+		if renew != nil && renew.After(started.Time) && (last == nil || !renew.Equal(last)) {
+			renewals++
+			last = renew
+		}
+		return renewals >= 2, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the leader to renew its Lease while %s stands by: %w", m.Name(), err)
+	}
+	if d, err := getDebug(ctx, m.Base()); err != nil || d.Leading {
+		return fmt.Errorf("manager %s should be a standby (leading %v, %v)", m.Name(), d.Leading, err)
+	}
+	return nil
+}
+
+func leaseRenewTime(l *coordinationv1.Lease) *metav1.MicroTime { return l.Spec.RenewTime }
+
+// timeTakeover polls the standby until it leads and has reconciled
+// something, and returns both times from since. /debug/controllers is
+// cheap and polled often; /metrics every fourth time.
+func timeTakeover(ctx context.Context, m manager, since time.Time, timeout time.Duration) (leading, reconciled time.Duration, err error) {
+	polls := 0
+	err = wait.PollUntilContextTimeout(ctx, 25*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if exited, err := m.Exited(); exited {
+			return false, fmt.Errorf("manager %s exited (%v); log:\n%s", m.Name(), err, m.LogTail())
+		}
+		if leading == 0 {
+			if d, err := getDebug(ctx, m.Base()); err == nil && d.Leading {
+				leading = time.Since(since)
+			}
+		}
+		if polls++; leading == 0 || polls%4 != 0 {
+			return false, nil
+		}
+		c, err := m.Counters(ctx)
+		if err == nil && c.Reconciles > 0 {
+			reconciled = time.Since(since)
+			return true, nil
+		}
+		return false, nil
+	})
+	return leading, reconciled, err
+}

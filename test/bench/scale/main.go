@@ -1,0 +1,390 @@
+// Command scale is the controller manager's scale benchmark (issue 7): how
+// fast and how cheaply the real binary converges Apps, Pipelines and
+// Ingresses, next to the raw write limit of the same API server measured in
+// the same run; what it writes and burns in steady state; its memory; and
+// how fast a standby takes over.
+//
+// It starts the local control plane (pkg/testing/controlplane: etcd with
+// fsync, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
+// with fake nodes, so Deployments get Ready pods), or reuses $KUBECONFIG's
+// with --use-existing-cluster, and then, for the scenarios --scenarios
+// selects:
+//
+//   - warm-up: App sets created and deleted (a cold API server writes about
+//     half as fast);
+//   - raw limits: plain client-go creates of exactly what each scenario's
+//     controller writes, parent included, --concurrency at a time
+//     (default: the controllers' default worker count), no rate limit;
+//   - apps, pipelines, ingress: the binary (--kube-api-qps=-1, default
+//     workers, leader election off) converges the objects created at once;
+//   - memory: that manager's peak RSS and Go heap after those three;
+//   - steady: a fresh manager with --min-resync-period=--resync over
+//     everything, for --steady-duration: writes (must be 0) and CPU;
+//   - failover: three managers with leader election: kill -9 of the
+//     leader, then SIGTERM of the next, timing the standby's takeover.
+//
+// It prints one table and writes it with the machine, versions and command
+// into --markdown (docs/benchmarks.md), between generated-section markers.
+// With --cpuprofile it runs the manager in this process instead, under
+// runtime/pprof, for the convergence scenarios only.
+//
+//	go run ./test/bench/scale --scenarios=apps,ingress --apps=200 --services=500 --markdown=
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+
+	appcontroller "github.com/ndsl/controller-manager/controllers/app"
+	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
+)
+
+// The scenarios, in the order they run.
+const (
+	scenarioNameApps      = "apps"
+	scenarioNamePipelines = "pipelines"
+	scenarioNameIngress   = "ingress"
+	scenarioNameMemory    = "memory"
+	scenarioNameSteady    = "steady"
+	scenarioNameFailover  = "failover"
+)
+
+var allScenarios = []string{scenarioNameApps, scenarioNamePipelines, scenarioNameIngress, scenarioNameMemory, scenarioNameSteady, scenarioNameFailover}
+
+type config struct {
+	scenarios   []string
+	useExisting bool
+	binary      string
+	binDir      string
+	artifacts   string
+	markdown    string
+	cpuprofile  string
+	managerArgs []string
+
+	apps, pipelines, steps, services int
+	warmup, concurrency              int
+	nodes, podsPerNode               int
+
+	resync, steadyDuration                    time.Duration
+	leaseDuration, renewDeadline, retryPeriod time.Duration
+	failoverApps                              int
+
+	maxLoad                                   float64
+	loadWait                                  time.Duration
+	quietRate                                 float64
+	quietTimeout, settleTimeout, phaseTimeout time.Duration
+	cleanupTimeout, timeout                   time.Duration
+}
+
+func (c config) has(scenario string) bool { return slices.Contains(c.scenarios, scenario) }
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, " ") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func main() {
+	var cfg config
+	var scenarios string
+	var managerArgs stringList
+	workers := appcontroller.DefaultOptions().Workers
+	flag.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "Comma-separated scenarios to run: "+strings.Join(allScenarios, ", ")+".")
+	flag.BoolVar(&cfg.useExisting, "use-existing-cluster", false, "Run against the cluster of $KUBECONFIG (it must run kube-controller-manager, kube-scheduler and kwok) instead of starting the local control plane.")
+	flag.StringVar(&cfg.binary, "binary", "_output/controller-manager", "The controller-manager binary under test (make build).")
+	flag.StringVar(&cfg.binDir, "bin-dir", "", "Control plane binaries (default: $"+controlplane.BinDirEnv+", else hack/bin).")
+	flag.StringVar(&cfg.artifacts, "artifacts", "_output/bench", "Directory for the managers' logs and the control plane's state and logs (replaced at start).")
+	flag.StringVar(&cfg.markdown, "markdown", "docs/benchmarks.md", "Markdown file whose generated section gets the results; empty: print only.")
+	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "Profile mode: run the manager in this process and write a CPU profile per scenario, from the first create to convergence, to this path with the scenario's name before the extension; only apps, pipelines and ingress run, and the markdown file is left alone.")
+	flag.Var(&managerArgs, "manager-arg", "Extra flag for every manager process (repeatable), e.g. --manager-arg=--concurrent-app-syncs=20. Not in profile mode.")
+	flag.IntVar(&cfg.apps, "apps", 2000, "Apps (each with Service and Ingress) in the apps scenario.")
+	flag.IntVar(&cfg.pipelines, "pipelines", 200, "Pipelines in the pipelines scenario.")
+	flag.IntVar(&cfg.steps, "steps", 5, "Steps per Pipeline.")
+	flag.IntVar(&cfg.services, "services", 5000, "Annotated headless Services in the ingress scenario.")
+	flag.IntVar(&cfg.warmup, "warmup", 500, "App sets (4 objects each) created and deleted before measuring.")
+	flag.IntVar(&cfg.concurrency, "concurrency", workers, "Concurrent creators, in the raw measurements and of the parents in the manager's; the default is the controllers' default worker count.")
+	flag.IntVar(&cfg.nodes, "nodes", 4, "kwok nodes to create.")
+	flag.IntVar(&cfg.podsPerNode, "pods-per-node", 2000, "Pod capacity of each kwok node.")
+	flag.DurationVar(&cfg.resync, "resync", 30*time.Second, "--min-resync-period of the steady-state manager (informers resync every [resync, 2×resync]).")
+	flag.DurationVar(&cfg.steadyDuration, "steady-duration", 10*time.Minute, "How long the steady state is measured.")
+	flag.DurationVar(&cfg.leaseDuration, "lease-duration", 15*time.Second, "--leader-elect-lease-duration of the failover managers (the binary's default).")
+	flag.DurationVar(&cfg.renewDeadline, "renew-deadline", 10*time.Second, "--leader-elect-renew-deadline of the failover managers.")
+	flag.DurationVar(&cfg.retryPeriod, "retry-period", 2*time.Second, "--leader-elect-retry-period of the failover managers.")
+	flag.IntVar(&cfg.failoverApps, "failover-apps", 20, "Apps created for the failover managers to reconcile (besides whatever exists).")
+	flag.Float64Var(&cfg.maxLoad, "max-load", 1.0, "Wait before starting until the 1-minute load average is below this; 0 does not wait.")
+	flag.DurationVar(&cfg.loadWait, "load-wait", 10*time.Minute, "Wait at most this long for --max-load, then measure anyway (and say so).")
+	flag.Float64Var(&cfg.quietRate, "quiet-rate", 10, "Before each measurement, wait until the cluster writes fewer objects per second than this (kube-controller-manager, scheduler and kwok caught up).")
+	flag.DurationVar(&cfg.quietTimeout, "quiet-timeout", 15*time.Minute, "Wait at most this long for --quiet-rate, then measure anyway.")
+	flag.DurationVar(&cfg.phaseTimeout, "phase-timeout", 15*time.Minute, "Give up on a convergence after this long.")
+	flag.DurationVar(&cfg.settleTimeout, "settle-timeout", 20*time.Minute, "Wait at most this long for every App and Pipeline to be Ready (pods available) before counting writes.")
+	flag.DurationVar(&cfg.cleanupTimeout, "cleanup-timeout", 15*time.Minute, "Wait at most this long for the raw measurements' objects to be deleted.")
+	flag.DurationVar(&cfg.timeout, "timeout", 3*time.Hour, "Give up after this long.")
+	klog.InitFlags(nil)
+	flag.Parse()
+	cfg.managerArgs = managerArgs
+
+	for _, s := range strings.Split(scenarios, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(allScenarios, s) {
+			fmt.Fprintf(os.Stderr, "unknown scenario %q; known: %s\n", s, strings.Join(allScenarios, ", "))
+			os.Exit(2)
+		}
+		cfg.scenarios = append(cfg.scenarios, s)
+	}
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	ctx = klog.NewContext(ctx, klog.Background())
+	err := run(ctx, cfg)
+	klog.Flush()
+	if err != nil {
+		klog.ErrorS(err, "Benchmark failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+}
+
+func (c *config) validate() error {
+	if len(c.scenarios) == 0 {
+		return errors.New("--scenarios selects nothing")
+	}
+	if c.apps < 1 || c.pipelines < 1 || c.steps < 1 || c.services < 1 || c.concurrency < 1 || c.nodes < 1 || c.podsPerNode < 1 || c.warmup < 0 {
+		return errors.New("--apps, --pipelines, --steps, --services, --concurrency, --nodes and --pods-per-node must be positive, --warmup not negative")
+	}
+	if c.steps > 64 {
+		return errors.New("--steps must be at most 64 (the Pipeline CRD's limit)")
+	}
+	if c.cpuprofile != "" {
+		if len(c.managerArgs) > 0 {
+			return errors.New("--manager-arg does not apply to the in-process manager of --cpuprofile")
+		}
+		c.scenarios = slices.DeleteFunc(c.scenarios, func(s string) bool {
+			return s != scenarioNameApps && s != scenarioNamePipelines && s != scenarioNameIngress
+		})
+		if len(c.scenarios) == 0 {
+			return errors.New("--cpuprofile profiles the apps, pipelines and ingress scenarios: select at least one")
+		}
+		c.markdown = ""
+	}
+	for _, p := range []*string{&c.binary, &c.artifacts} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
+	if c.cpuprofile == "" {
+		if fi, err := os.Stat(c.binary); err != nil || fi.IsDir() {
+			return fmt.Errorf("--binary %s: not a file (run make build)", c.binary)
+		}
+	}
+	return nil
+}
+
+// results are everything the table reports.
+type results struct {
+	cfg          config
+	machine      machineInfo
+	load         loadWait
+	started      time.Time
+	finished     time.Time
+	managerVer   string
+	raw          map[string]rawResult
+	conv         map[string]convergence
+	memory       *memoryResult
+	steady       *steadyResult
+	failover     *failoverResult
+	profileNotes string
+}
+
+func run(ctx context.Context, cfg config) error {
+	logger := klog.FromContext(ctx)
+	res := &results{cfg: cfg, machine: readMachineInfo(), started: time.Now(),
+		raw: map[string]rawResult{}, conv: map[string]convergence{}}
+	if cfg.cpuprofile == "" {
+		res.managerVer = binaryVersion(ctx, cfg.binary)
+	} else {
+		res.managerVer = "in-process (this command's build)"
+	}
+	if err := os.MkdirAll(cfg.artifacts, 0o755); err != nil {
+		return err
+	}
+	var err error
+	if res.load, err = waitForLowLoad(ctx, cfg.maxLoad, cfg.loadWait); err != nil {
+		return err
+	}
+	logger.Info("Starting", "load", res.load.String(), "scenarios", cfg.scenarios)
+
+	sp := newSpawner()
+	defer sp.stopAll()
+	c, err := startCluster(ctx, cfg)
+	if c != nil {
+		defer c.stop()
+	}
+	if err != nil {
+		return err
+	}
+	logger.Info("Cluster ready", "kubeconfig", c.kubeconfig, "nodes", c.nodes)
+
+	needManager := cfg.has(scenarioNameApps) || cfg.has(scenarioNamePipelines) || cfg.has(scenarioNameIngress) || cfg.has(scenarioNameMemory)
+	if cfg.has(scenarioNameApps) || cfg.has(scenarioNamePipelines) || cfg.has(scenarioNameIngress) {
+		if err := warmUp(ctx, c, cfg); err != nil {
+			return err
+		}
+	}
+	// The raw limits first, each cleaned up before the next: the manager
+	// would otherwise reconcile the raw objects.
+	raws := []struct {
+		name    string
+		measure func() (rawResult, error)
+	}{
+		{scenarioNameApps, func() (rawResult, error) { return rawApps(ctx, c, cfg, "bench-raw-apps", cfg.apps, 1) }},
+		{scenarioNamePipelines, func() (rawResult, error) { return rawPipelines(ctx, c, cfg, cfg.pipelines) }},
+		{scenarioNameIngress, func() (rawResult, error) { return rawIngresses(ctx, c, cfg, cfg.services) }},
+	}
+	for _, r := range raws {
+		if !cfg.has(r.name) {
+			continue
+		}
+		logger.Info("Measuring the raw write limit", "scenario", r.name)
+		rr, err := r.measure()
+		if err != nil {
+			return err
+		}
+		res.raw[r.name] = rr
+		logger.Info("Raw limit", "scenario", r.name, "setsPerSecond", fmt.Sprintf("%.1f", rr.setsPerSecond()),
+			"createsPerSecond", fmt.Sprintf("%.0f", rr.createsPerSecond()), "cpu", rr.cpu.String())
+	}
+
+	if needManager {
+		if err := runManagerScenarios(ctx, c, cfg, sp, res); err != nil {
+			return err
+		}
+	}
+	if cfg.has(scenarioNameSteady) {
+		s, err := scenarioSteady(ctx, c, cfg, sp)
+		if err != nil {
+			return fmt.Errorf("steady state: %w", err)
+		}
+		res.steady = &s
+	}
+	if cfg.has(scenarioNameFailover) {
+		f, err := scenarioFailover(ctx, c, cfg, sp)
+		if err != nil {
+			return fmt.Errorf("failover: %w", err)
+		}
+		res.failover = &f
+	}
+	res.finished = time.Now()
+	return report(ctx, res)
+}
+
+// runManagerScenarios runs scenarios 1-3 and 5 against one manager.
+func runManagerScenarios(ctx context.Context, c *cluster, cfg config, sp *spawner, res *results) error {
+	logger := klog.FromContext(ctx)
+	baseObjects, _, err := c.cachedObjects(ctx)
+	if err != nil {
+		return err
+	}
+	var m manager
+	if cfg.cpuprofile != "" {
+		im, err := startInProcessManager(ctx, c.config)
+		if err != nil {
+			return err
+		}
+		m = im
+	} else {
+		bm, err := startBinaryManager(ctx, sp, managerSpec{
+			name: "convergence", binary: cfg.binary, kubeconfig: c.kubeconfig, logDir: cfg.artifacts,
+			args: append([]string{"--leader-elect=false"}, cfg.managerArgs...),
+		})
+		if err != nil {
+			return err
+		}
+		m = bm
+	}
+	defer func() {
+		code, err := m.Terminate(time.Minute)
+		if err != nil || code != 0 {
+			logger.Info("The convergence manager did not stop cleanly", "exitCode", code, "err", err)
+		}
+	}()
+	if err := waitManagerReady(ctx, m, 5*time.Minute, 3*time.Second); err != nil {
+		return err
+	}
+	mem := startMemorySampler(ctx, m)
+	defer mem.close()
+	baseHeap, baseRSS, _, _ := mem.read(ctx)
+
+	scenarios := []struct {
+		name string
+		run  func(context.Context, *cluster, config, manager) (convergence, error)
+	}{
+		{scenarioNameApps, scenarioApps},
+		{scenarioNamePipelines, scenarioPipelines},
+		{scenarioNameIngress, scenarioIngress},
+	}
+	for _, s := range scenarios {
+		if !cfg.has(s.name) {
+			continue
+		}
+		logger.Info("Measuring the manager", "scenario", s.name)
+		var conv convergence
+		var err error
+		// The profile tells the benchmark's own client work apart by this label.
+		pprof.Do(ctx, pprof.Labels("bench", "client"), func(ctx context.Context) {
+			conv, err = s.run(ctx, c, cfg, m)
+		})
+		if err != nil {
+			return err
+		}
+		res.conv[s.name] = conv
+	}
+	if cfg.cpuprofile != "" {
+		var files []string
+		for name := range res.conv {
+			files = append(files, profilePath(cfg, name))
+		}
+		slices.Sort(files)
+		res.profileNotes = fmt.Sprintf("CPU profiles of the in-process manager from the first create to convergence (this command's own clients labelled bench=client): %s; "+
+			"see the manager alone with: go tool pprof -top -tagignore=bench=client FILE", strings.Join(files, ", "))
+	}
+	if cfg.has(scenarioNameMemory) && cfg.cpuprofile == "" {
+		objects, byKind, err := c.cachedObjects(ctx)
+		if err != nil {
+			return err
+		}
+		heap, rss, peakHeap, peakRSS := mem.read(ctx)
+		res.memory = &memoryResult{baseObjects: baseObjects, objects: objects, byKind: byKind,
+			baseHeap: baseHeap, baseRSS: baseRSS, heap: heap, rss: rss, peakHeap: peakHeap, peakRSS: peakRSS}
+	}
+	return nil
+}
+
+func ignoreExists(err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
