@@ -66,3 +66,15 @@ func RegisterMetrics() {
 			reconcileDropped, reconcileDuration, activeWorkers)
 	})
 }
+
+// initMetrics creates a controller's series at zero, so that they are
+// exported (and rate() works) before the first error or panic happens.
+func initMetrics(controller string) {
+	for _, result := range []string{resultSuccess, resultRequeue, resultError, resultPanic} {
+		reconcileTotal.WithLabelValues(controller, result)
+	}
+	reconcileErrors.WithLabelValues(controller)
+	reconcilePanics.WithLabelValues(controller)
+	reconcileDropped.WithLabelValues(controller)
+	activeWorkers.WithLabelValues(controller)
+}

@@ -54,6 +54,7 @@ type Worker struct {
 // cancelled by ctx, only bounded by Timeout) and returns once they have.
 func (w *Worker) Run(ctx context.Context, workers int) {
 	RegisterMetrics()
+	initMetrics(w.Name)
 	logger := klog.FromContext(ctx).WithValues("controller", w.Name)
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Starting workers", "count", workers)

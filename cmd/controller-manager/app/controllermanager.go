@@ -134,7 +134,7 @@ func (m *Manager) runControllers(ctx context.Context) error {
 		return err
 	}
 
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
 	defer broadcaster.Shutdown()
 	eventClient, err := cc.KubeClient("events")
 	if err != nil {

@@ -45,7 +45,7 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("building the leader election client: %w", err)
 	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
 	defer broadcaster.Shutdown()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events(namespace)})
 	recorder := broadcaster.NewRecorder(Scheme, corev1.EventSource{Component: "controller-manager", Host: hostname})

@@ -42,8 +42,7 @@ func Main(args []string) int {
 	fs.Usage = func() { printUsage(os.Stdout, fss) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			printUsage(os.Stdout, fss)
-			return 0
+			return 0 // fs.Usage has printed the help
 		}
 		return fail(err)
 	}

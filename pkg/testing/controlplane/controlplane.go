@@ -48,7 +48,7 @@ type ControlPlane struct {
 	opts      Options
 	bins      binaries
 	logger    klog.Logger
-	spawner   *spawner
+	spawner   *Spawner
 	logs      *sharedWriter // nil: per-component log files
 	removeDir bool
 	probe     *http.Client
@@ -73,13 +73,13 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{opts: opts, bins: bins, logger: logger, spawner: newSpawner(), probe: newProbeClient()}
+	cp := &ControlPlane{opts: opts, bins: bins, logger: logger, spawner: NewSpawner(), probe: newProbeClient()}
 	if opts.Logs != nil {
 		cp.logs = &sharedWriter{w: opts.Logs}
 	}
 	if opts.Dir == "" {
 		if cp.Dir, err = os.MkdirTemp("", "controlplane-"); err != nil {
-			cp.spawner.close()
+			cp.spawner.Close()
 			return nil, fmt.Errorf("creating the state directory: %w", err)
 		}
 		cp.removeDir = true
@@ -88,7 +88,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 			err = os.MkdirAll(cp.Dir, 0o755)
 		}
 		if err != nil {
-			cp.spawner.close()
+			cp.spawner.Close()
 			return nil, fmt.Errorf("creating the state directory: %w", err)
 		}
 	}
@@ -226,7 +226,7 @@ func (cp *ControlPlane) Stop() error {
 		core[i].stop()
 	}
 	cp.procs = nil
-	cp.spawner.close()
+	cp.spawner.Close()
 	if cp.removeDir {
 		if err := os.RemoveAll(cp.Dir); err != nil {
 			cp.stopErr = fmt.Errorf("removing the state directory: %w", err)

@@ -38,7 +38,7 @@ type component struct {
 
 // startProcess starts c through sp, sending its output to logs (when non-nil)
 // or appending it to <dir>/<name>.log.
-func startProcess(sp *spawner, c component, dir string, logs *sharedWriter) (*process, error) {
+func startProcess(sp *Spawner, c component, dir string, logs *sharedWriter) (*process, error) {
 	var dest io.WriteCloser
 	if logs != nil {
 		dest = logs.prefixed(c.name)
@@ -67,7 +67,7 @@ func startProcess(sp *spawner, c component, dir string, logs *sharedWriter) (*pr
 	cmd.WaitDelay = 2 * time.Second
 	p.cmd = cmd
 
-	if err := sp.start(cmd); err != nil {
+	if err := sp.Start(cmd); err != nil {
 		_ = dest.Close()
 		return nil, fmt.Errorf("starting %s (%s): %w", c.name, c.path, err)
 	}

@@ -5,15 +5,16 @@ import (
 	"runtime"
 )
 
-// spawner starts child processes from one OS thread that stays alive until
-// close. Pdeathsig fires when the *thread* that forked a child exits, not the
+// Spawner starts child processes from one OS thread that stays alive until
+// Close. Pdeathsig fires when the *thread* that forked a child exits, not the
 // process, so forking from arbitrary goroutines could kill children early.
-type spawner struct {
+type Spawner struct {
 	requests chan func()
 }
 
-func newSpawner() *spawner {
-	s := &spawner{requests: make(chan func())}
+// NewSpawner starts the spawner's thread.
+func NewSpawner() *Spawner {
+	s := &Spawner{requests: make(chan func())}
 	go func() {
 		// Never unlocked: the thread exits together with this goroutine after
 		// close, which also delivers Pdeathsig to anything still running.
@@ -25,14 +26,14 @@ func newSpawner() *spawner {
 	return s
 }
 
-// start runs cmd.Start on the spawner's thread.
-func (s *spawner) start(cmd *exec.Cmd) error {
+// Start runs cmd.Start on the spawner's thread.
+func (s *Spawner) Start(cmd *exec.Cmd) error {
 	errc := make(chan error, 1)
 	s.requests <- func() { errc <- cmd.Start() }
 	return <-errc
 }
 
-// close ends the spawner's thread. Call it only once every child has exited.
-func (s *spawner) close() {
+// Close ends the spawner's thread. Call it only once every child has exited.
+func (s *Spawner) Close() {
 	close(s.requests)
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 )
 
 // Launcher starts manager processes of one binary, all authenticating with
@@ -33,7 +35,7 @@ type Launcher struct {
 	// ObserverToken is sent to the managers' protected endpoints.
 	ObserverToken string
 
-	spawner *spawner
+	spawner *controlplane.Spawner
 	client  *http.Client
 	mu      sync.Mutex
 	names   map[string]int
@@ -44,7 +46,7 @@ type Launcher struct {
 func NewLauncher(binary, kubeconfig, logDir, observerToken string) *Launcher {
 	return &Launcher{
 		Binary: binary, Kubeconfig: kubeconfig, LogDir: logDir, ObserverToken: observerToken,
-		spawner: newSpawner(),
+		spawner: controlplane.NewSpawner(),
 		client: &http.Client{
 			Timeout: 5 * time.Second,
 			// The managers serve a self-signed certificate.
@@ -60,7 +62,7 @@ func (l *Launcher) Close() {
 	defer l.mu.Unlock()
 	if !l.closed {
 		l.closed = true
-		l.spawner.close()
+		l.spawner.Close()
 	}
 }
 
@@ -147,7 +149,7 @@ func (l *Launcher) start(ctx context.Context, name string, extraArgs []string) (
 	p := &Process{Name: name, ExtraArgs: extraArgs, Args: args, URL: "https://" + address, LogPath: logPath,
 		l: l, cmd: cmd, done: make(chan struct{})}
 	p.Started = time.Now()
-	if err := l.spawner.start(cmd); err != nil {
+	if err := l.spawner.Start(cmd); err != nil {
 		_ = logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
