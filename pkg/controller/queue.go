@@ -1,8 +1,10 @@
 // Package controller is the thin framework shared by every controller of this
 // manager: a named typed workqueue, the worker loop that drains it, event
-// handlers that feed it, a channel source for generic events and ownership
-// helpers. It sits directly on client-go; a reader who knows
-// kubernetes/sample-controller should recognise every piece.
+// handlers that feed it, a channel source for generic events, ownership
+// helpers and a consistency store that holds a reconcile back until the
+// informers have observed the previous one's writes. It sits directly on
+// client-go; a reader who knows kubernetes/sample-controller should
+// recognise every piece.
 package controller
 
 import (
