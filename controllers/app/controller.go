@@ -31,18 +31,13 @@ import (
 // ControllerName is the name used by --controllers, the queue and metrics.
 const ControllerName = "app"
 
-// The resources the controller writes, as the write tracker knows them.
+// The resources the controller writes, as its consistency store knows them.
 var (
 	appsResource        = appv1beta1.SchemeGroupVersion.WithResource("apps").GroupResource()
 	deploymentsResource = schema.GroupResource{Group: "apps", Resource: "deployments"}
 	servicesResource    = schema.GroupResource{Resource: "services"}
 	ingressesResource   = schema.GroupResource{Group: "networking.k8s.io", Resource: "ingresses"}
 )
-
-// writeObservationTimeout bounds how long a reconcile waits for the
-// informers to observe the previous reconcile's writes. They normally do
-// within milliseconds; the bound only matters if a write is never observed.
-const writeObservationTimeout = 30 * time.Second
 
 // Controller keeps every App's Deployment, Service and Ingress as its spec
 // asks, and its status as observed.
@@ -58,9 +53,9 @@ type Controller struct {
 	ingresses   networkinglisters.IngressLister
 	synced      []cache.InformerSynced
 
-	writes *writeTracker
-	queue  controller.Queue
-	now    func() time.Time
+	consistency *controller.ConsistencyStore
+	queue       controller.Queue
+	now         func() time.Time
 }
 
 // NewController builds the controller and registers its event handlers on
@@ -91,12 +86,12 @@ func NewController(
 			services.Informer().HasSynced,
 			ingresses.Informer().HasSynced,
 		},
-		writes: newWriteTracker(map[schema.GroupResource]cache.Store{
+		consistency: controller.NewConsistencyStore(map[schema.GroupResource]cache.Store{
 			appsResource:        apps.Informer().GetStore(),
 			deploymentsResource: deployments.Informer().GetStore(),
 			servicesResource:    services.Informer().GetStore(),
 			ingressesResource:   ingresses.Informer().GetStore(),
-		}, writeObservationTimeout),
+		}, controller.DefaultConsistencyTimeout),
 		queue: controller.NewQueue(ControllerName),
 		now:   time.Now,
 	}

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
@@ -34,14 +33,14 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	logger := klog.FromContext(ctx)
 	// The events of the last reconcile's own writes requeue the App; acting
 	// before the caches hold those writes would write them a second time.
-	if wait := c.writes.wait(key); wait > 0 {
+	if wait := c.consistency.Wait(ctx, key); wait > 0 {
 		logger.V(4).Info("Waiting for the informers to observe the last writes")
 		return controller.Result{RequeueAfter: wait}, nil
 	}
 
 	app, err := c.apps.Apps(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		c.writes.forget(key)
+		c.consistency.Clear(key, "")
 		return controller.Result{}, nil
 	}
 	if err != nil {
@@ -106,14 +105,14 @@ func (c *Controller) syncDeployment(ctx context.Context, app *appv1beta1.App) (*
 		if live, err = client.Patch(ctx, app.Name, types.JSONPatchType, patch, patchOptions); err != nil {
 			return nil, c.writeFailed(app, "update", kind, err)
 		}
-		c.writes.wrote(keyOf(app), app.UID, deploymentsResource, live.ResourceVersion)
+		c.consistency.Wrote(app, deploymentsResource, live)
 		changed = true
 	}
 	if deploymentDrifted(want, live) {
 		if live, err = client.Apply(ctx, apply, applyOptions); err != nil {
 			return nil, c.writeFailed(app, "update", kind, err)
 		}
-		c.writes.wrote(keyOf(app), app.UID, deploymentsResource, live.ResourceVersion)
+		c.consistency.Wrote(app, deploymentsResource, live)
 		changed = true
 	}
 	if changed {
@@ -169,14 +168,14 @@ func (c *Controller) syncService(ctx context.Context, app *appv1beta1.App) (*cor
 		if live, err = client.Patch(ctx, app.Name, types.JSONPatchType, patch, patchOptions); err != nil {
 			return nil, c.writeFailed(app, "update", kind, err)
 		}
-		c.writes.wrote(keyOf(app), app.UID, servicesResource, live.ResourceVersion)
+		c.consistency.Wrote(app, servicesResource, live)
 		changed = true
 	}
 	if serviceDrifted(want, live) {
 		if live, err = client.Apply(ctx, apply, applyOptions); err != nil {
 			return nil, c.writeFailed(app, "update", kind, err)
 		}
-		c.writes.wrote(keyOf(app), app.UID, servicesResource, live.ResourceVersion)
+		c.consistency.Wrote(app, servicesResource, live)
 		changed = true
 	}
 	if changed {
@@ -229,7 +228,7 @@ func (c *Controller) syncIngress(ctx context.Context, app *appv1beta1.App, haveS
 		if live, err = client.Apply(ctx, apply, applyOptions); err != nil {
 			return nil, c.writeFailed(app, "update", kind, err)
 		}
-		c.writes.wrote(keyOf(app), app.UID, ingressesResource, live.ResourceVersion)
+		c.consistency.Wrote(app, ingressesResource, live)
 		c.updated(ctx, app, kind)
 	}
 	return live, nil
@@ -251,8 +250,7 @@ func (c *Controller) deleteOwned(ctx context.Context, app *appv1beta1.App, kind 
 	if err != nil {
 		return c.writeFailed(app, "delete", kind, err)
 	}
-	key, _ := cache.MetaNamespaceKeyFunc(live)
-	c.writes.deleted(keyOf(app), app.UID, resource, key, uid)
+	c.consistency.Deleted(app, resource, live)
 	klog.FromContext(ctx).V(2).Info("Deleted child", "kind", kind)
 	c.recorder.Eventf(app, corev1.EventTypeNormal, "Deleted"+kind, "Deleted %s %s: the App no longer asks for it", kind, live.GetName())
 	return nil
@@ -271,13 +269,13 @@ func (c *Controller) updateStatus(ctx context.Context, app *appv1beta1.App, stat
 	if err != nil {
 		return c.writeFailed(app, "update status of", "App", err)
 	}
-	c.writes.wrote(keyOf(app), app.UID, appsResource, result.ResourceVersion)
+	c.consistency.Wrote(app, appsResource, result)
 	klog.FromContext(ctx).V(4).Info("Updated status")
 	return nil
 }
 
 func (c *Controller) created(ctx context.Context, app *appv1beta1.App, kind string, resource schema.GroupResource, obj metav1.Object) {
-	c.writes.wrote(keyOf(app), app.UID, resource, obj.GetResourceVersion())
+	c.consistency.Wrote(app, resource, obj)
 	klog.FromContext(ctx).V(2).Info("Created child", "kind", kind)
 	c.recorder.Eventf(app, corev1.EventTypeNormal, "Created"+kind, "Created %s %s", kind, obj.GetName())
 }
@@ -303,8 +301,4 @@ func (c *Controller) writeFailed(app *appv1beta1.App, verb, kind string, err err
 		c.recorder.Eventf(app, corev1.EventTypeWarning, "WriteFailed", "Failed to %s %s %s: %v", verb, kind, app.Name, err)
 	}
 	return fmt.Errorf("%s %s %s/%s: %w", verb, kind, app.Namespace, app.Name, err)
-}
-
-func keyOf(app *appv1beta1.App) controller.Key {
-	return controller.Key{Namespace: app.Namespace, Name: app.Name}
 }

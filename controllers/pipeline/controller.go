@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -39,14 +41,23 @@ const childBatchPeriod = time.Second
 // pinned to, so that a Node event finds the Pipelines that name it.
 const nodeIndex = "pipeline-by-node"
 
-// Kinds of children, as used in events, errors and recentWrites.
+// Kinds of children, as used in events and errors.
 const (
 	kindNamespace  = "Namespace"
 	kindVolume     = "PersistentVolume"
 	kindClaim      = "PersistentVolumeClaim"
 	kindDeployment = "Deployment"
 	kindService    = "Service"
-	kindPipeline   = "Pipeline"
+)
+
+// The resources the controller writes, as its consistency store knows them.
+var (
+	pipelinesResource   = pipelinev1beta1.Resource("pipelines")
+	namespacesResource  = corev1.Resource("namespaces")
+	volumesResource     = corev1.Resource("persistentvolumes")
+	claimsResource      = corev1.Resource("persistentvolumeclaims")
+	deploymentsResource = appsv1.Resource("deployments")
+	servicesResource    = corev1.Resource("services")
 )
 
 var pipelineGroupKind = pipelinev1beta1.Kind("Pipeline")
@@ -68,8 +79,8 @@ type Controller struct {
 	nodes           corelisters.NodeLister
 	cachesSynced    []cache.InformerSynced
 
-	recent *recentWrites
-	queue  controller.Queue
+	consistency *controller.ConsistencyStore
+	queue       controller.Queue
 }
 
 // NewController builds the controller and registers its event handlers and
@@ -107,8 +118,15 @@ func NewController(
 			volumes.Informer().HasSynced, namespaces.Informer().HasSynced,
 			nodes.Informer().HasSynced,
 		},
-		recent: newRecentWrites(time.Now),
-		queue:  controller.NewQueue(ControllerName),
+		consistency: controller.NewConsistencyStore(map[schema.GroupResource]cache.Store{
+			pipelinesResource:   pipelines.Informer().GetStore(),
+			namespacesResource:  namespaces.Informer().GetStore(),
+			volumesResource:     volumes.Informer().GetStore(),
+			claimsResource:      claims.Informer().GetStore(),
+			deploymentsResource: deployments.Informer().GetStore(),
+			servicesResource:    services.Informer().GetStore(),
+		}, controller.DefaultConsistencyTimeout),
+		queue: controller.NewQueue(ControllerName),
 	}
 
 	if err := pipelines.Informer().AddIndexers(cache.Indexers{nodeIndex: indexByNode}); err != nil {
@@ -117,13 +135,11 @@ func NewController(
 	if _, err := pipelines.Informer().AddEventHandler(pipelineHandler(c.queue)); err != nil {
 		return nil, err
 	}
-	for kind, informer := range map[string]cache.SharedIndexInformer{
-		kindDeployment: deployments.Informer(),
-		kindService:    services.Informer(),
-		kindClaim:      claims.Informer(),
-		kindVolume:     volumes.Informer(),
-	} {
-		if _, err := informer.AddEventHandler(c.childHandler(kind)); err != nil {
+	// Children, mapped to the Pipeline that controls them, after
+	// childBatchPeriod.
+	childHandler := controller.EnqueueControllerOf(batchedQueue{Queue: c.queue, period: childBatchPeriod}, pipelineGroupKind, true)
+	for _, informer := range []cache.SharedIndexInformer{deployments.Informer(), services.Informer(), claims.Informer(), volumes.Informer()} {
+		if _, err := informer.AddEventHandler(childHandler); err != nil {
 			return nil, err
 		}
 	}
@@ -151,19 +167,6 @@ func pipelineHandler(q controller.Queue) cache.ResourceEventHandlerFuncs {
 			return
 		}
 		enqueue(oldObj, newObj)
-	}
-	return h
-}
-
-// childHandler enqueues a child's controlling Pipeline after
-// childBatchPeriod. On delete it first tells recentWrites, in the same
-// handler so that the reconcile it triggers cannot run before.
-func (c *Controller) childHandler(kind string) cache.ResourceEventHandlerFuncs {
-	h := controller.EnqueueControllerOf(batchedQueue{Queue: c.queue, period: childBatchPeriod}, pipelineGroupKind, true)
-	enqueue := h.DeleteFunc
-	h.DeleteFunc = func(obj any) {
-		c.recent.observeDelete(kind, obj)
-		enqueue(obj)
 	}
 	return h
 }

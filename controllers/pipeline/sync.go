@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -22,18 +23,25 @@ import (
 
 // sync makes the children of one Pipeline match its spec and then writes
 // the status it observed, whether or not every write succeeded. It reads
-// from the listers (through recentWrites) and writes only what differs.
+// from the listers, once they hold its previous writes, and writes only what
+// differs.
 func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.Result, error) {
 	logger := klog.FromContext(ctx)
-	cached, err := c.pipelines.Get(key.Name)
+	// Acting before the caches hold the last reconcile's writes would write
+	// them a second time.
+	if wait := c.consistency.Wait(ctx, key); wait > 0 {
+		logger.V(4).Info("Waiting for the informers to observe the last writes")
+		return controller.Result{RequeueAfter: wait}, nil
+	}
+	p, err := c.pipelines.Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		// The garbage collector removes the children with their owner.
+		c.consistency.Clear(key, "")
 		return controller.Result{}, nil
 	}
 	if err != nil {
 		return controller.Result{}, err
 	}
-	p := c.recent.latest(kindPipeline, "", key.Name, cached).(*pipelinev1beta1.Pipeline)
 	if p.DeletionTimestamp != nil {
 		return controller.Result{}, nil
 	}
@@ -104,18 +112,13 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 // ensureNamespace creates the children's namespace when it is missing. It
 // reports whether namespaced children can be written there.
 func (c *Controller) ensureNamespace(ctx context.Context, p *pipelinev1beta1.Pipeline, name string) (bool, error) {
-	var cached metav1.Object
 	switch ns, err := c.namespaces.Get(name); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return false, fmt.Errorf("reading namespace %s from the cache: %w", name, err)
+	case ns.DeletionTimestamp != nil:
+		return false, fmt.Errorf("namespace %s is being deleted; children will be created once it is gone", name)
 	default:
-		cached = ns
-	}
-	if ns := c.recent.latest(kindNamespace, "", name, cached); ns != nil {
-		if ns.GetDeletionTimestamp() != nil {
-			return false, fmt.Errorf("namespace %s is being deleted; children will be created once it is gone", name)
-		}
 		return true, nil
 	}
 	created, err := c.kubeClient.CoreV1().Namespaces().Create(ctx, desiredNamespace(name),
@@ -126,7 +129,7 @@ func (c *Controller) ensureNamespace(ctx context.Context, p *pipelinev1beta1.Pip
 	if err != nil {
 		return false, c.writeFailed(p, "create", kindNamespace, desiredNamespace(name), err)
 	}
-	c.recent.wrote(kindNamespace, created)
+	c.consistency.Wrote(p, namespacesResource, created)
 	klog.FromContext(ctx).V(2).Info("Created namespace", "namespace", name)
 	return true, nil
 }
@@ -154,7 +157,7 @@ func (c *Controller) updateStatus(ctx context.Context, p *pipelinev1beta1.Pipeli
 	if err != nil {
 		return fmt.Errorf("updating the status of Pipeline %s: %w", p.Name, err)
 	}
-	c.recent.wrote(kindPipeline, written)
+	c.consistency.Wrote(p, pipelinesResource, written)
 	return nil
 }
 
@@ -162,6 +165,7 @@ func (c *Controller) updateStatus(ctx context.Context, p *pipelinev1beta1.Pipeli
 // of child: how to read it from the cache and how to write it.
 type childOps[T metav1.Object] struct {
 	kind        string
+	resource    schema.GroupResource
 	get         func(namespace, name string) (T, error)
 	list        func(selector labels.Selector) ([]T, error)
 	create      func(ctx context.Context, obj T) (T, error)
@@ -178,7 +182,7 @@ type childOps[T metav1.Object] struct {
 func syncChild[T metav1.Object](ctx context.Context, c *Controller, p *pipelinev1beta1.Pipeline, ops childOps[T], desired T) (T, error) {
 	var none T
 	logger := klog.FromContext(ctx).WithValues("kind", ops.kind, "child", klog.KObj(desired))
-	live, found, err := lookup(c, ops, desired.GetNamespace(), desired.GetName())
+	live, found, err := lookup(ops, desired.GetNamespace(), desired.GetName())
 	switch {
 	case err != nil:
 		return none, err
@@ -187,7 +191,7 @@ func syncChild[T metav1.Object](ctx context.Context, c *Controller, p *pipelinev
 		if err != nil {
 			return none, c.writeFailed(p, "create", ops.kind, desired, err)
 		}
-		c.recent.wrote(ops.kind, created)
+		c.consistency.Wrote(p, ops.resource, created)
 		logger.V(2).Info("Created child")
 		return created, nil
 	case !controller.IsControlledBy(live, p):
@@ -201,7 +205,7 @@ func syncChild[T metav1.Object](ctx context.Context, c *Controller, p *pipelinev
 		if err != nil {
 			return live, c.writeFailed(p, "update", ops.kind, desired, err)
 		}
-		c.recent.wrote(ops.kind, updated)
+		c.consistency.Wrote(p, ops.resource, updated)
 		logger.V(2).Info("Updated child to match the Pipeline")
 		return updated, nil
 	default:
@@ -225,9 +229,6 @@ func deleteUnwanted[T metav1.Object](ctx context.Context, c *Controller, p *pipe
 		if wanted[ref] || !controller.IsControlledBy(obj, p) || obj.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if c.recent.latest(ops.kind, ref.Namespace, ref.Name, obj) == nil {
-			continue // deleted already; the informer has not seen it yet
-		}
 		uid := obj.GetUID()
 		err := ops.delete(ctx, ref.Namespace, ref.Name, metav1.DeleteOptions{
 			Preconditions:     &metav1.Preconditions{UID: &uid},
@@ -237,29 +238,23 @@ func deleteUnwanted[T metav1.Object](ctx context.Context, c *Controller, p *pipe
 			errs = append(errs, c.writeFailed(p, "delete", ops.kind, obj, err))
 			continue
 		}
-		c.recent.deleted(ops.kind, obj)
+		c.consistency.Deleted(p, ops.resource, obj)
 		klog.FromContext(ctx).V(2).Info("Deleted child the Pipeline no longer wants", "kind", ops.kind, "child", klog.KObj(obj))
 	}
 	return errors.Join(errs...)
 }
 
-// lookup reads a child from the cache, or what this controller last wrote
-// when the cache has not caught up with it yet.
-func lookup[T metav1.Object](c *Controller, ops childOps[T], namespace, name string) (T, bool, error) {
+// lookup reads a child from the cache.
+func lookup[T metav1.Object](ops childOps[T], namespace, name string) (T, bool, error) {
 	var none T
-	var cached metav1.Object
-	switch obj, err := ops.get(namespace, name); {
+	obj, err := ops.get(namespace, name)
+	switch {
 	case apierrors.IsNotFound(err):
+		return none, false, nil
 	case err != nil:
 		return none, false, fmt.Errorf("reading %s %s/%s from the cache: %w", ops.kind, namespace, name, err)
-	default:
-		cached = obj
 	}
-	latest := c.recent.latest(ops.kind, namespace, name, cached)
-	if latest == nil {
-		return none, false, nil
-	}
-	return latest.(T), true, nil
+	return obj, true, nil
 }
 
 // names are the namespace/names of the wanted children of kind.
@@ -301,9 +296,10 @@ func (c *Controller) writeFailed(p *pipelinev1beta1.Pipeline, verb, kind string,
 func (c *Controller) volumeOps() childOps[*corev1.PersistentVolume] {
 	client := c.kubeClient.CoreV1().PersistentVolumes()
 	return childOps[*corev1.PersistentVolume]{
-		kind: kindVolume,
-		get:  func(_, name string) (*corev1.PersistentVolume, error) { return c.volumes.Get(name) },
-		list: c.volumes.List,
+		kind:     kindVolume,
+		resource: volumesResource,
+		get:      func(_, name string) (*corev1.PersistentVolume, error) { return c.volumes.Get(name) },
+		list:     c.volumes.List,
 		create: func(ctx context.Context, obj *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
 			return client.Create(ctx, obj, metav1.CreateOptions{FieldManager: controller.FieldManager})
 		},
@@ -320,7 +316,8 @@ func (c *Controller) volumeOps() childOps[*corev1.PersistentVolume] {
 
 func (c *Controller) claimOps() childOps[*corev1.PersistentVolumeClaim] {
 	return childOps[*corev1.PersistentVolumeClaim]{
-		kind: kindClaim,
+		kind:     kindClaim,
+		resource: claimsResource,
 		get: func(namespace, name string) (*corev1.PersistentVolumeClaim, error) {
 			return c.claims.PersistentVolumeClaims(namespace).Get(name)
 		},
@@ -341,7 +338,8 @@ func (c *Controller) claimOps() childOps[*corev1.PersistentVolumeClaim] {
 
 func (c *Controller) deploymentOps() childOps[*appsv1.Deployment] {
 	return childOps[*appsv1.Deployment]{
-		kind: kindDeployment,
+		kind:     kindDeployment,
+		resource: deploymentsResource,
 		get: func(namespace, name string) (*appsv1.Deployment, error) {
 			return c.deployments.Deployments(namespace).Get(name)
 		},
@@ -362,7 +360,8 @@ func (c *Controller) deploymentOps() childOps[*appsv1.Deployment] {
 
 func (c *Controller) serviceOps() childOps[*corev1.Service] {
 	return childOps[*corev1.Service]{
-		kind: kindService,
+		kind:     kindService,
+		resource: servicesResource,
 		get: func(namespace, name string) (*corev1.Service, error) {
 			return c.services.Services(namespace).Get(name)
 		},
