@@ -123,7 +123,7 @@ func TestKillLeaderMidWork(t *testing.T) {
 func TestSIGTERMLeaderHandsOver(t *testing.T) {
 	requireProcesses(t)
 	ctx := context.Background()
-	procs := startManagers(t, 2, defaultLease.args()...)
+	procs := startManagers(t, 2, releaseLease.args()...)
 	leader, others := waitForLeader(t, procs...)
 	standby := others[0]
 	ns := newNamespace(t)
@@ -138,7 +138,7 @@ func TestSIGTERMLeaderHandsOver(t *testing.T) {
 	const limit = 5 * time.Second
 	// Wait longer than the lease duration, so that an unreleased Lease
 	// shows as a measured handover of 15 s or more.
-	_, seen, err := framework.WaitForLeader(ctx, defaultLease.duration+10*time.Second, standby)
+	_, seen, err := framework.WaitForLeader(ctx, releaseLease.duration+10*time.Second, standby)
 	if err != nil {
 		t.Fatalf("the standby did not take over after SIGTERM to the leader: %v", err)
 	}

@@ -31,6 +31,11 @@ import (
 var (
 	defaultLease = leaseSettings{duration: 15 * time.Second, renew: 10 * time.Second, retry: 2 * time.Second}
 	shortLease   = leaseSettings{duration: 6 * time.Second, renew: 4 * time.Second, retry: time.Second}
+	// releaseLease keeps the default 15 s lease duration, so that only a
+	// released Lease allows a handover within 5 s, but retries every second:
+	// client-go jitters the standby's retries to between 1 and 2.2 periods,
+	// and with the default 2 s period that alone can take 4.4 s.
+	releaseLease = leaseSettings{duration: 15 * time.Second, renew: 10 * time.Second, retry: time.Second}
 )
 
 type leaseSettings struct{ duration, renew, retry time.Duration }
