@@ -255,12 +255,17 @@ func (p *Process) Stop(grace time.Duration) {
 
 // Get fetches path from the process's HTTPS server with the observer token.
 func (p *Process) Get(ctx context.Context, path string) (int, []byte, error) {
+	return p.GetWithToken(ctx, path, p.l.ObserverToken)
+}
+
+// GetWithToken fetches path with token as the bearer token; none when empty.
+func (p *Process) GetWithToken(ctx context.Context, path, token string) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+path, nil)
 	if err != nil {
 		return 0, nil, err
 	}
-	if p.l.ObserverToken != "" {
-		req.Header.Set("Authorization", "Bearer "+p.l.ObserverToken)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := p.l.client.Do(req)
 	if err != nil {
