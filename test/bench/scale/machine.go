@@ -124,6 +124,31 @@ func waitForLowLoad(ctx context.Context, max float64, timeout time.Duration) (lo
 	return result, nil
 }
 
+// waitForeignQuiet waits until processes other than this benchmark and its
+// children use less than maxCores over 5 seconds, for at most timeout, and
+// returns the last figure. The load average cannot tell: the benchmark's own
+// control plane is part of it.
+func waitForeignQuiet(ctx context.Context, maxCores float64, timeout time.Duration) (float64, error) {
+	if maxCores <= 0 {
+		return 0, nil
+	}
+	last := takeCPUSnapshot()
+	others := -1.0
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Second, timeout, false, func(context.Context) (bool, error) {
+		now := takeCPUSnapshot()
+		others = last.until(now).Others
+		last = now
+		return others < maxCores, nil
+	})
+	if ctx.Err() != nil {
+		return others, ctx.Err()
+	}
+	if err != nil {
+		klog.FromContext(ctx).Info("Other processes kept using CPU; measuring anyway", "cores", fmt.Sprintf("%.2f", others))
+	}
+	return others, nil
+}
+
 // procTimes reads a process's user+system CPU time.
 func procTimes(pid int) (time.Duration, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -283,8 +308,10 @@ type cpuUsage struct {
 	Wall time.Duration
 	// Cores is CPU seconds per wall second, per process.
 	Cores map[string]float64
-	// MachineBusy is the busy share of all cores, 0..1.
-	MachineBusy float64
+	// MachineBusy is the busy share of all cores, 0..1; MachineCores the
+	// busy cores, of which Others were used by processes outside this
+	// benchmark (other people's work on a shared machine).
+	MachineBusy, MachineCores, Others float64
 }
 
 func (a cpuSnapshot) until(b cpuSnapshot) cpuUsage {
@@ -299,6 +326,12 @@ func (a cpuSnapshot) until(b cpuSnapshot) cpuUsage {
 	}
 	if a.machineKnown && b.machineKnown && b.total > a.total {
 		u.MachineBusy = float64(b.busy-a.busy) / float64(b.total-a.total)
+		u.MachineCores = (b.busy - a.busy).Seconds() / u.Wall.Seconds()
+		own := 0.0
+		for _, c := range u.Cores {
+			own += c
+		}
+		u.Others = max(0, u.MachineCores-own)
 	}
 	return u
 }
@@ -336,7 +369,7 @@ func (u cpuUsage) String() string {
 	}
 	s := strings.Join(parts, ", ")
 	if u.MachineBusy > 0 {
-		s += fmt.Sprintf("; machine %.0f%% busy", 100*u.MachineBusy)
+		s += fmt.Sprintf(", others %.2f; machine %.0f%% busy", u.Others, 100*u.MachineBusy)
 	}
 	return s
 }

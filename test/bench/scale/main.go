@@ -82,7 +82,7 @@ type config struct {
 	leaseDuration, renewDeadline, retryPeriod time.Duration
 	failoverApps                              int
 
-	maxLoad                                   float64
+	maxLoad, maxOthers                        float64
 	loadWait                                  time.Duration
 	quietRate                                 float64
 	quietTimeout, settleTimeout, phaseTimeout time.Duration
@@ -125,6 +125,7 @@ func main() {
 	flag.DurationVar(&cfg.retryPeriod, "retry-period", 2*time.Second, "--leader-elect-retry-period of the failover managers.")
 	flag.IntVar(&cfg.failoverApps, "failover-apps", 20, "Apps created for the failover managers to reconcile (besides whatever exists).")
 	flag.Float64Var(&cfg.maxLoad, "max-load", 1.0, "Wait before starting until the 1-minute load average is below this; 0 does not wait.")
+	flag.Float64Var(&cfg.maxOthers, "max-others", 0.25, "Before each measurement, wait (up to --quiet-timeout) until processes outside this benchmark and its control plane use fewer CPU cores than this; 0 does not wait (nor does --use-existing-cluster).")
 	flag.DurationVar(&cfg.loadWait, "load-wait", 10*time.Minute, "Wait at most this long for --max-load, then measure anyway (and say so).")
 	flag.Float64Var(&cfg.quietRate, "quiet-rate", 10, "Before each measurement, wait until the cluster writes fewer objects per second than this (kube-controller-manager, scheduler and kwok caught up).")
 	flag.DurationVar(&cfg.quietTimeout, "quiet-timeout", 15*time.Minute, "Wait at most this long for --quiet-rate, then measure anyway.")
@@ -174,6 +175,9 @@ func (c *config) validate() error {
 	}
 	if c.steps > 64 {
 		return errors.New("--steps must be at most 64 (the Pipeline CRD's limit)")
+	}
+	if c.useExisting {
+		c.maxOthers = 0 // the cluster's own processes are not this command's children
 	}
 	if c.cpuprofile != "" {
 		if len(c.managerArgs) > 0 {

@@ -43,16 +43,22 @@ func (r rawResult) createsPerSecond() float64 {
 type phaseStart struct {
 	load1      float64
 	background float64 // cluster writes per second just before
+	others     float64 // cores used by other processes just before
 }
 
-// settle waits for the cluster to be quiet and reads the load average.
+// settle waits for the cluster to be quiet and for other processes to
+// leave the CPU alone, and reads the load average.
 func settle(ctx context.Context, c *cluster, cfg config) (phaseStart, error) {
 	rate, err := c.waitQuiet(ctx, cfg.quietRate, cfg.quietTimeout)
 	if err != nil {
 		return phaseStart{}, err
 	}
+	others, err := waitForeignQuiet(ctx, cfg.maxOthers, cfg.quietTimeout)
+	if err != nil {
+		return phaseStart{}, err
+	}
 	load, _ := loadAverage1()
-	return phaseStart{load1: load, background: rate}, nil
+	return phaseStart{load1: load, background: rate, others: others}, nil
 }
 
 // measureRaw runs create over n items and reports the rate, the cluster's

@@ -103,7 +103,7 @@ type verdict struct {
 }
 
 // convergenceRow fills a row and the verdicts of a convergence scenario.
-func convergenceRow(res *results, name, number, title, size, unit, perUnit string, minRatio, maxWrites float64, writesTarget string) (row, []verdict) {
+func convergenceRow(res *results, name, number, title, size, unit, perUnit string, minRatio, maxWrites float64, writesTarget string, eventsPerObject int) (row, []verdict) {
 	r := row{number: number, scenario: title, size: size}
 	raw, haveRaw := res.raw[name]
 	conv, haveConv := res.conv[name]
@@ -134,7 +134,11 @@ func convergenceRow(res *results, name, number, title, size, unit, perUnit strin
 	if other > 0.005 {
 		r.writes += fmt.Sprintf(" + %.2f patches/deletes", other)
 	}
-	r.writes += fmt.Sprintf("; plus %.2f Event writes", float64(conv.eventCreates+conv.eventPatches)/n)
+	events := float64(conv.eventCreates+conv.eventPatches) / n
+	r.writes += fmt.Sprintf("; plus %.2f Event writes", events)
+	if events < float64(eventsPerObject)-0.005 {
+		r.writes += fmt.Sprintf(" of the %d recorded per %s: client-go's broadcaster drops Events while 1,000 wait for the API server", eventsPerObject, perUnit)
+	}
 	if conv.failedWrites > 0 {
 		r.writes += fmt.Sprintf("; %.0f failed", conv.failedWrites)
 	}
@@ -161,11 +165,11 @@ func buildTable(res *results) ([]row, []verdict) {
 			verdicts = append(verdicts, v...)
 		}
 	}
-	add(convergenceRow(res, scenarioNameApps, "1", "Apps with Service + Ingress", fmt.Sprintf("%d Apps", cfg.apps), "Apps", "App", 0.5, 4, "≤ 4"))
+	add(convergenceRow(res, scenarioNameApps, "1", "Apps with Service + Ingress", fmt.Sprintf("%d Apps", cfg.apps), "Apps", "App", 0.5, 4, "≤ 4", 3))
 	maxPipelineWrites := float64(2 + 2*cfg.steps + 1)
 	add(convergenceRow(res, scenarioNamePipelines, "2", fmt.Sprintf("Pipelines × %d steps", cfg.steps),
-		fmt.Sprintf("%d Pipelines (%d Deployments)", cfg.pipelines, cfg.pipelines*cfg.steps), "Pipelines", "Pipeline", 0.5, maxPipelineWrites, fmt.Sprintf("≤ %.0f", maxPipelineWrites)))
-	add(convergenceRow(res, scenarioNameIngress, "3", "Ingresses for annotated headless Services", fmt.Sprintf("%d Services", cfg.services), "Ingresses", "Service", 0.7, 1, "= 1"))
+		fmt.Sprintf("%d Pipelines (%d Deployments)", cfg.pipelines, cfg.pipelines*cfg.steps), "Pipelines", "Pipeline", 0.5, maxPipelineWrites, fmt.Sprintf("≤ %.0f", maxPipelineWrites), 0))
+	add(convergenceRow(res, scenarioNameIngress, "3", "Ingresses for annotated headless Services", fmt.Sprintf("%d Services", cfg.services), "Ingresses", "Service", 0.7, 1, "= 1", 1))
 
 	if s := res.steady; s != nil {
 		met := s.writes == 0
@@ -249,13 +253,13 @@ func markdown(res *results) string {
 	cluster := fmt.Sprintf("local control plane: etcd %s with fsync, kube-apiserver, kube-controller-manager (its default client limit, 20 QPS per controller) and kube-scheduler %s, kwok %s with %d fake nodes",
 		controlplane.EtcdVersion, controlplane.KubeVersion, controlplane.KwokVersion, cfg.nodes)
 	if cfg.useExisting {
-		cluster = "the existing cluster of $KUBECONFIG, with " + fmt.Sprint(cfg.nodes) + " kwok nodes added"
+		cluster = "the existing cluster of $KUBECONFIG, with " + fmt.Sprint(cfg.nodes) + " kwok nodes added (its processes count as \"others\" in the CPU figures)"
 	}
 	fmt.Fprintf(&b, "- **Versions**: controller-manager `%s` (tree %s), %s, client-go %s; %s.\n",
 		res.managerVer, gitDescribe(), runtime.Version(), moduleVersion("k8s.io/client-go"), cluster)
 	fmt.Fprintf(&b, "- **Limits every figure ran under**: manager binary with `--kube-api-qps=-1` (no client-side rate limit; API Priority and Fairness defaults are the only limit), default workers (5 per controller), leader election off except in 6, plain HTTP metrics; "+
 		"the benchmark's clients without rate limit, %d creators at a time, in the raw measurements and the manager's alike; the raw limits were measured first in the same run, after a warm-up of %d App sets, each cleaned up before the next; "+
-		"before each measurement the cluster was left to settle until it wrote fewer than %.0f objects/s.\n", cfg.concurrency, cfg.warmup, cfg.quietRate)
+		"before each measurement the cluster was left to settle until it wrote fewer than %.0f objects/s and processes outside the benchmark used less than %.2f cores (\"others\" in the CPU figures is what they used during the measurement).\n", cfg.concurrency, cfg.warmup, cfg.quietRate, cfg.maxOthers)
 	fmt.Fprintf(&b, "- **Definitions**: an App or Pipeline has *converged* when its status, for its generation, was written by a reconcile that found every child (Degraded=False, nothing missing); *Ready* adds available pods, which kube-controller-manager and kwok provide. "+
 		"Writes are the manager's `rest_client_requests_total` POST/PUT/PATCH/DELETE, counted once everything was Ready and the manager idle; its Event writes (the sum of the counts of its Events) are shown apart. "+
 		"Cluster writes are the growth of the API server's resourceVersion (every writer's).\n\n")
@@ -272,15 +276,15 @@ func markdown(res *results) string {
 	var notes []string
 	for _, name := range []string{scenarioNameApps, scenarioNamePipelines, scenarioNameIngress} {
 		if r, ok := res.raw[name]; ok {
-			notes = append(notes, fmt.Sprintf("raw %s: load %.2f, cluster background %.1f writes/s at start", name, r.before.load1, r.before.background))
+			notes = append(notes, fmt.Sprintf("raw %s: load %.2f, other processes %.2f cores, cluster background %.1f writes/s", name, r.before.load1, r.before.others, r.before.background))
 		}
 		if c, ok := res.conv[name]; ok {
-			notes = append(notes, fmt.Sprintf("manager %s: load %.2f, cluster background %.1f writes/s at start", name, c.before.load1, c.before.background))
+			notes = append(notes, fmt.Sprintf("manager %s: load %.2f, other processes %.2f cores, cluster background %.1f writes/s", name, c.before.load1, c.before.others, c.before.background))
 			notes = append(notes, c.notes...)
 		}
 	}
 	if s := res.steady; s != nil {
-		notes = append(notes, fmt.Sprintf("steady state: load %.2f, cluster background %.1f writes/s at start", s.before.load1, s.before.background))
+		notes = append(notes, fmt.Sprintf("steady state: load %.2f, other processes %.2f cores, cluster background %.1f writes/s", s.before.load1, s.before.others, s.before.background))
 	}
 	if res.profileNotes != "" {
 		notes = append(notes, res.profileNotes)
