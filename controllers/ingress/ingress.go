@@ -32,9 +32,9 @@ func wantsIngress(svc *corev1.Service) bool {
 	return ok && v != "false"
 }
 
-// desiredIngress is the Ingress the Service's annotations and opts describe.
+// DesiredIngress is the Ingress the Service's annotations and opts describe.
 // An error means the Service cannot be served as asked and says why.
-func desiredIngress(svc *corev1.Service, opts Options) (*networkingv1.Ingress, error) {
+func DesiredIngress(svc *corev1.Service, opts Options) (*networkingv1.Ingress, error) {
 	if len(svc.Spec.Ports) == 0 {
 		return nil, fmt.Errorf("service has no ports to route to")
 	}

@@ -56,7 +56,7 @@ func TestDesiredIngress(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := service(tc.annotations, tc.ports...)
-			ing, err := desiredIngress(svc, tc.opts)
+			ing, err := DesiredIngress(svc, tc.opts)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want %q", err, tc.wantErr)
@@ -108,7 +108,7 @@ func TestDesiredIngress(t *testing.T) {
 }
 
 func TestNeedsUpdate(t *testing.T) {
-	desired, err := desiredIngress(service(nil, 80), Options{DefaultDomain: "example.com"})
+	desired, err := DesiredIngress(service(nil, 80), Options{DefaultDomain: "example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		return controller.Result{}, c.deleteOwned(ctx, svc, live)
 	}
 
-	desired, err := desiredIngress(svc, c.opts)
+	desired, err := DesiredIngress(svc, c.opts)
 	if err != nil {
 		// Only an edit of the Service can fix this, and that edit requeues it.
 		logger.V(2).Info("Service cannot get an Ingress", "reason", err)

@@ -380,3 +380,12 @@ func shortHash(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])[:hashLen]
 }
+
+// DesiredChildren returns the objects the controller creates for p in
+// namespace: the model-storage volume and claim, and per step (in step
+// order) a Deployment and a Service. The scale benchmark's raw measurement
+// creates exactly these.
+func DesiredChildren(p *pipelinev1beta1.Pipeline, namespace string) (*corev1.PersistentVolume, *corev1.PersistentVolumeClaim, []*appsv1.Deployment, []*corev1.Service) {
+	c := desiredChildren(p, namespace)
+	return c.volume, c.claim, c.deployments, c.services
+}

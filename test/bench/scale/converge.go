@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"runtime/pprof"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -417,68 +415,7 @@ func scenarioPipelines(ctx context.Context, c *cluster, cfg config, m manager) (
 		res.eventCreates += creates
 		res.eventPatches += patches
 	}
-	if diff, err := checkRawPipelineMirror(ctx, c, ns); err != nil {
-		return res, err
-	} else if diff != "" {
-		res.notes = append(res.notes, "raw Pipeline children differ from the controller's: "+diff)
-		klog.FromContext(ctx).Info("WARNING: the raw Pipeline children differ from the controller's", "diff", diff)
-	}
 	return res, nil
-}
-
-// checkRawPipelineMirror compares what rawPipelineChildren builds with what
-// the controller created for the first Pipeline, field by field where the
-// controller sets them. It returns the differences.
-func checkRawPipelineMirror(ctx context.Context, c *cluster, ns string) (string, error) {
-	p, err := c.crd.PipelineV1beta1().Pipelines().Get(ctx, "mgr-pl-0000", metav1.GetOptions{})
-	if err != nil {
-		return "", err
-	}
-	raw := rawPipelineChildren(p)
-	var diffs []string
-	differ := func(what string, a, b any) {
-		if !reflect.DeepEqual(a, b) {
-			diffs = append(diffs, fmt.Sprintf("%s: raw %v, controller %v", what, a, b))
-		}
-	}
-	pv, err := c.kube.CoreV1().PersistentVolumes().Get(ctx, raw.volume.Name, metav1.GetOptions{})
-	if err != nil {
-		return "", fmt.Errorf("the controller's volume is not named as the raw one: %w", err)
-	}
-	differ("volume labels", raw.volume.Labels, pv.Labels)
-	differ("volume source", raw.volume.Spec.CSI, pv.Spec.CSI)
-	differ("volume capacity", raw.volume.Spec.Capacity.Storage().String(), pv.Spec.Capacity.Storage().String())
-	pvc, err := c.kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, raw.claim.Name, metav1.GetOptions{})
-	if err != nil {
-		return "", err
-	}
-	differ("claim labels", raw.claim.Labels, pvc.Labels)
-	differ("claim volume", raw.claim.Spec.VolumeName, pvc.Spec.VolumeName)
-	for s := range raw.deployments {
-		want := raw.deployments[s]
-		d, err := c.kube.AppsV1().Deployments(ns).Get(ctx, want.Name, metav1.GetOptions{})
-		if err != nil {
-			return "", err
-		}
-		differ(want.Name+" labels", want.Labels, d.Labels)
-		differ(want.Name+" owner", want.OwnerReferences, d.OwnerReferences)
-		differ(want.Name+" selector", want.Spec.Selector, d.Spec.Selector)
-		differ(want.Name+" affinity", want.Spec.Template.Spec.Affinity, d.Spec.Template.Spec.Affinity)
-		differ(want.Name+" volumes", want.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim, d.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim)
-		wc, dc := want.Spec.Template.Spec.Containers[0], d.Spec.Template.Spec.Containers[0]
-		differ(want.Name+" env", wc.Env, dc.Env)
-		differ(want.Name+" args", wc.Args, dc.Args)
-		differ(want.Name+" ports", wc.Ports, dc.Ports)
-		differ(want.Name+" mounts", wc.VolumeMounts, dc.VolumeMounts)
-		svc, err := c.kube.CoreV1().Services(ns).Get(ctx, raw.services[s].Name, metav1.GetOptions{})
-		if err != nil {
-			return "", err
-		}
-		differ(svc.Name+" selector", raw.services[s].Spec.Selector, svc.Spec.Selector)
-		differ(svc.Name+" port", raw.services[s].Spec.Ports[0].TargetPort, svc.Spec.Ports[0].TargetPort)
-	}
-	sort.Strings(diffs)
-	return strings.Join(diffs, "; "), nil
 }
 
 // scenarioIngress: n annotated headless Services, created at once.

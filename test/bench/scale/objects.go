@@ -1,11 +1,7 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"strconv"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +14,7 @@ import (
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/controllers/ingress"
-	"github.com/ndsl/controller-manager/pkg/controller"
+	"github.com/ndsl/controller-manager/controllers/pipeline"
 )
 
 // ingressDomain gives the Apps' Ingresses a host, as in production; the
@@ -73,13 +69,8 @@ func newPipeline(phase string, i, steps int, namespace string, nodes []string) *
 	return p
 }
 
-// The raw measurement creates what the Pipeline controller would create.
-// Its builders are not exported, so these mirror controllers/pipeline's
-// children.go field for field (names, labels, owner, env, affinity, volume);
-// the benchmark prints the encoded sizes of both, so a drift shows.
-
 // pipelineChildren are the PersistentVolume, claim, and per step a
-// Deployment and Service of p (created, so it has a UID).
+// Deployment and Service the Pipeline controller creates for a Pipeline.
 type pipelineChildren struct {
 	volume      *corev1.PersistentVolume
 	claim       *corev1.PersistentVolumeClaim
@@ -87,120 +78,12 @@ type pipelineChildren struct {
 	services    []*corev1.Service
 }
 
+// rawPipelineChildren is what the Pipeline controller creates for p (which
+// was created, so it has a UID): the raw measurement writes the same objects.
 func rawPipelineChildren(p *pipelinev1beta1.Pipeline) pipelineChildren {
-	ns := p.Spec.Namespace
-	port := p.Spec.ListenPort
-	size := resource.MustParse("10Gi")
-	if p.Spec.ModelStorage.Size != nil {
-		size = p.Spec.ModelStorage.Size.DeepCopy()
-	}
-	csi := ptr.Deref(p.Spec.ModelStorage.CSIParameter, pipelinev1beta1.CSIParameter{})
-	storage := p.Name + "-models-" + shortHash(p.Name+"-models\x00"+strings.Join([]string{
-		ns, string(p.Spec.ModelStorage.Type), csi.Server, csi.Share, size.String()}, "\x00"))
-	owner := []metav1.OwnerReference{*metav1.NewControllerRef(p, pipelinev1beta1.SchemeGroupVersion.WithKind("Pipeline"))}
-	storageLabels := map[string]string{
-		"pipeline":                   p.Name,
-		"app.kubernetes.io/name":     "model-storage",
-		"app.kubernetes.io/instance": storage,
-		controller.ManagedByLabel:    controller.ManagedByValue,
-	}
-	c := pipelineChildren{
-		volume: &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: storage, Labels: storageLabels, OwnerReferences: owner},
-			Spec: corev1.PersistentVolumeSpec{
-				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
-				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-				VolumeMode:                    ptr.To(corev1.PersistentVolumeFilesystem),
-				ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: storage},
-				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-					Driver:           "nfs.csi.k8s.io",
-					VolumeHandle:     strings.Join([]string{csi.Server, csi.Share, p.Name}, "#"),
-					VolumeAttributes: map[string]string{"server": csi.Server, "share": csi.Share, "subDir": p.Name},
-				}},
-			},
-		},
-		claim: &corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: storage, Namespace: ns, Labels: storageLabels, OwnerReferences: owner},
-			Spec: corev1.PersistentVolumeClaimSpec{
-				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
-				VolumeName:       storage,
-				StorageClassName: ptr.To(""),
-				VolumeMode:       ptr.To(corev1.PersistentVolumeFilesystem),
-			},
-		},
-	}
-	steps := p.Spec.Steps
-	for i, step := range steps {
-		name := p.Name + "-" + step.Model
-		labels := map[string]string{
-			"pipeline":                   p.Name,
-			"step":                       strconv.Itoa(i + 1),
-			"app.kubernetes.io/name":     step.Model,
-			"app.kubernetes.io/instance": name,
-			controller.ManagedByLabel:    controller.ManagedByValue,
-		}
-		selector := map[string]string{"pipeline": p.Name, "app.kubernetes.io/instance": name}
-		env := []corev1.EnvVar{
-			{Name: "MODEL_PATH", Value: "/data/" + step.Model},
-			{Name: "LISTEN_PORT", Value: strconv.Itoa(int(port))},
-		}
-		if i == 0 {
-			env = append(env, corev1.EnvVar{Name: "BEGIN", Value: "true"})
-		}
-		next := steps[(i+1)%len(steps)]
-		env = append(env, corev1.EnvVar{Name: "DST", Value: fmt.Sprintf("%s-%s.%s.svc:%d", p.Name, next.Model, ns, port)})
-		var args []string
-		for k, v := range step.Args { // one arg in this benchmark: no order to keep
-			args = append(args, fmt.Sprintf("--%s=%s", k, v))
-		}
-		c.deployments = append(c.deployments, &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels, OwnerReferences: owner},
-			Spec: appsv1.DeploymentSpec{
-				Replicas: ptr.To(ptr.Deref(step.Replicas, 1)),
-				Selector: &metav1.LabelSelector{MatchLabels: selector},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec: corev1.PodSpec{
-						Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-							RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-								NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
-									Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: step.Locations,
-								}}}},
-							},
-						}},
-						Volumes: []corev1.Volume{{Name: "models", VolumeSource: corev1.VolumeSource{
-							PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: storage},
-						}}},
-						Containers: []corev1.Container{{
-							Name:         "model-server",
-							Image:        step.Image,
-							Args:         args,
-							Env:          env,
-							Ports:        []corev1.ContainerPort{{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP}},
-							VolumeMounts: []corev1.VolumeMount{{Name: "models", MountPath: "/data"}},
-						}},
-					},
-				},
-			},
-		})
-		c.services = append(c.services, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels, OwnerReferences: owner},
-			Spec: corev1.ServiceSpec{
-				Selector: selector,
-				Ports: []corev1.ServicePort{{
-					Name: "http", Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP,
-				}},
-			},
-		})
-	}
+	var c pipelineChildren
+	c.volume, c.claim, c.deployments, c.services = pipeline.DesiredChildren(p, p.Spec.Namespace)
 	return c
-}
-
-func shortHash(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])[:8]
 }
 
 // newIngressService is the i-th Service of the Ingress scenario: headless
@@ -220,30 +103,10 @@ func newIngressService(i int) *corev1.Service {
 	}
 }
 
-// rawIngress mirrors what the Ingress controller creates for svc without a
-// default domain or class (controllers/ingress's desiredIngress).
-func rawIngress(svc *corev1.Service) *networkingv1.Ingress {
-	pathType := networkingv1.PathTypePrefix
-	return &networkingv1.Ingress{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            svc.Name,
-			Namespace:       svc.Namespace,
-			Labels:          map[string]string{controller.ManagedByLabel: controller.ManagedByValue},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service"))},
-		},
-		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{
-			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
-				Paths: []networkingv1.HTTPIngressPath{{
-					Path:     "/",
-					PathType: &pathType,
-					Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-						Name: svc.Name,
-						Port: networkingv1.ServiceBackendPort{Number: svc.Spec.Ports[0].Port},
-					}},
-				}},
-			}},
-		}}},
-	}
+// rawIngress is what the Ingress controller creates for svc without a
+// default domain or class.
+func rawIngress(svc *corev1.Service) (*networkingv1.Ingress, error) {
+	return ingress.DesiredIngress(svc, ingress.Options{})
 }
 
 // benchNode is a kwok-managed Node with room for pods pods.

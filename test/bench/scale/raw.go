@@ -219,7 +219,11 @@ func rawIngresses(ctx context.Context, c *cluster, cfg config, n int) (rawResult
 		if err != nil {
 			return fmt.Errorf("creating Service: %w", err)
 		}
-		if _, err := c.kube.NetworkingV1().Ingresses(ns).Create(ctx, rawIngress(svc), create); err != nil {
+		ing, err := rawIngress(svc)
+		if err != nil {
+			return err
+		}
+		if _, err := c.kube.NetworkingV1().Ingresses(ns).Create(ctx, ing, create); err != nil {
 			return fmt.Errorf("creating Ingress: %w", err)
 		}
 		return nil
