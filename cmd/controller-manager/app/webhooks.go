@@ -1,0 +1,61 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/pkg/webhook"
+)
+
+// WebhookContext is what a webhook's constructor may use.
+type WebhookContext struct {
+	Options    *options.Options
+	KubeConfig *rest.Config
+}
+
+// WebhookRegistration is one webhook the manager serves. Exactly one of
+// Admission and Conversion is set.
+type WebhookRegistration struct {
+	// Path is one of the webhook.Path* constants, the one the manifests name.
+	Path string
+	// Name labels the webhook's metrics and logs, e.g. "app-validation".
+	Name       string
+	Admission  func(WebhookContext) (webhook.AdmissionHandler, error)
+	Conversion func(WebhookContext) (webhook.Converter, error)
+}
+
+// webhookRegistrations is every webhook the manager serves, on every
+// replica. Each API adds its entries here; the handlers live beside the API's
+// controller (controllers/<name>/admission.go) and its types.
+func webhookRegistrations() []WebhookRegistration {
+	return []WebhookRegistration{}
+}
+
+// registerWebhooks builds every registration's handler and adds it to s.
+func registerWebhooks(s *webhook.Server, wc WebhookContext, regs []WebhookRegistration) error {
+	for _, r := range regs {
+		if r.Path == "" || r.Name == "" {
+			return fmt.Errorf("webhook registration %+v needs a path and a name", r)
+		}
+		switch {
+		case r.Admission != nil && r.Conversion == nil:
+			h, err := r.Admission(wc)
+			if err != nil {
+				return fmt.Errorf("building webhook %s: %w", r.Name, err)
+			}
+			s.HandleAdmission(r.Path, r.Name, h)
+		case r.Conversion != nil && r.Admission == nil:
+			c, err := r.Conversion(wc)
+			if err != nil {
+				return fmt.Errorf("building webhook %s: %w", r.Name, err)
+			}
+			s.HandleConversion(r.Path, r.Name, c)
+		default:
+			return errors.New("webhook registration " + r.Name + " needs exactly one of Admission and Conversion")
+		}
+	}
+	return nil
+}

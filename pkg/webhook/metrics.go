@@ -1,0 +1,59 @@
+package webhook
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+const metricsSubsystem = "controller_manager_webhook"
+
+var (
+	requestsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "requests_total",
+		Help:      "Webhook requests per webhook and HTTP status code.",
+	}, []string{"webhook", "code"})
+
+	requestDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "request_duration_seconds",
+		Help:      "Time to answer one webhook request, per webhook.",
+		Buckets:   []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
+	}, []string{"webhook"})
+
+	rejectionsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "rejections_total",
+		Help:      "Admission requests denied, per webhook (including internal errors and panics).",
+	}, []string{"webhook"})
+
+	conversionErrorsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "conversion_errors_total",
+		Help:      "ConversionReviews answered with a failure, per webhook.",
+	}, []string{"webhook"})
+
+	registerOnce sync.Once
+)
+
+// RegisterMetrics adds the webhook metrics to the legacy registry served on
+// /metrics. Safe to call more than once.
+func RegisterMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(requestsTotal, requestDuration, rejectionsTotal, conversionErrorsTotal)
+	})
+}
+
+// initAdmissionMetrics and initConversionMetrics create a webhook's error
+// series at zero, so that rate() works before the first rejection.
+func initAdmissionMetrics(name string) {
+	RegisterMetrics()
+	rejectionsTotal.WithLabelValues(name)
+}
+
+func initConversionMetrics(name string) {
+	RegisterMetrics()
+	conversionErrorsTotal.WithLabelValues(name)
+}

@@ -1,0 +1,117 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/klog/v2"
+)
+
+// servingCertificates is what Serve needs of the TLS machinery: a TLS config
+// per client hello, kept current by the dynamiccertificates controller.
+type servingCertificates interface {
+	GetConfigForClient(*tls.ClientHelloInfo) (*tls.Config, error)
+}
+
+// servingState is set once Serve has started.
+type servingState struct {
+	addr net.Addr
+	tls  servingCertificates
+}
+
+// Serve listens on address and serves the webhooks over TLS until ctx is
+// done, with the certificate certs provides. A new certificate (a renewed
+// one, or the first one when certs starts empty) is used for new
+// connections without a restart. The listener is opened before Serve
+// returns, so a bad address fails startup; until certs holds a certificate,
+// TLS handshakes fail and CertificateCheck reports not ready.
+func (s *Server) Serve(ctx context.Context, address string, certs dynamiccertificates.CertKeyContentProvider) (net.Addr, error) {
+	logger := klog.FromContext(ctx)
+	ln, err := net.Listen("tcp", address)
+	if err != nil {
+		return nil, fmt.Errorf("listening on --webhook-address %s: %w", address, err)
+	}
+
+	base := &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		// HTTP/1.1 only, as controller-runtime does by default: the API
+		// server needs nothing more, and HTTP/2's stream handling has been the
+		// source of denial-of-service bugs.
+		NextProtos: []string{"http/1.1"},
+	}
+	dynamic := dynamiccertificates.NewDynamicServingCertificateController(base, nil, certs, nil, nil)
+	certs.AddListener(dynamic)
+	if err := dynamic.RunOnce(); err != nil {
+		logger.Info("No webhook serving certificate yet; serving once one is loaded", "source", certs.Name(), "reason", err.Error())
+	}
+	go dynamic.Run(1, ctx.Done())
+
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		TLSConfig:         &tls.Config{GetConfigForClient: dynamic.GetConfigForClient},
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	go func() {
+		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error(err, "Webhook server stopped")
+		}
+	}()
+	context.AfterFunc(ctx, func() {
+		// Requests in flight finish; the API server retries new ones on
+		// another replica behind the Service.
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	})
+	s.serving.Store(&servingState{addr: ln.Addr(), tls: dynamic})
+	logger.Info("Serving webhooks", "address", ln.Addr().String(), "paths", s.Paths(), "certificate", certs.Name())
+	return ln.Addr(), nil
+}
+
+// Addr is the address Serve listens on, nil before Serve.
+func (s *Server) Addr() net.Addr {
+	if st := s.serving.Load(); st != nil {
+		return st.addr
+	}
+	return nil
+}
+
+// CertificateCheck is a /readyz check that passes once the server serves a
+// certificate that has not expired.
+func (s *Server) CertificateCheck() healthz.HealthChecker {
+	return healthz.NamedCheck("webhook-certificate", func(*http.Request) error {
+		st := s.serving.Load()
+		if st == nil {
+			return errors.New("webhook server not started")
+		}
+		return checkServedCertificate(st.tls, time.Now())
+	})
+}
+
+func checkServedCertificate(certs servingCertificates, now time.Time) error {
+	// A server name makes GetConfigForClient skip its per-IP lookup.
+	cfg, err := certs.GetConfigForClient(&tls.ClientHelloInfo{ServerName: "readyz.check"})
+	if err != nil || cfg == nil || len(cfg.Certificates) == 0 {
+		return errors.New("no webhook serving certificate loaded yet")
+	}
+	leaf := cfg.Certificates[0].Leaf
+	if leaf == nil {
+		if leaf, err = x509.ParseCertificate(cfg.Certificates[0].Certificate[0]); err != nil {
+			return fmt.Errorf("webhook serving certificate unreadable: %w", err)
+		}
+	}
+	if now.After(leaf.NotAfter) {
+		return fmt.Errorf("webhook serving certificate expired at %s", leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
