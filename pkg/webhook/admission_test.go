@@ -72,8 +72,10 @@ func TestAdmissionResponses(t *testing.T) {
 		wantInMsg   string
 	}{
 		{
-			name:        "allowed with warnings",
-			handler:     func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse { return Allowed("careful") },
+			name: "allowed with warnings",
+			handler: func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+				return Allowed("careful")
+			},
 			wantAllowed: true,
 		},
 		{

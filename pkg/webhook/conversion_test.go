@@ -122,8 +122,10 @@ func TestConversionFailures(t *testing.T) {
 		wantInMsg string
 	}{
 		{
-			name:      "converter error names the object",
-			converter: func(context.Context, *unstructured.Unstructured, string) (*unstructured.Unstructured, error) { return nil, errors.New("field x has no place in v1") },
+			name: "converter error names the object",
+			converter: func(context.Context, *unstructured.Unstructured, string) (*unstructured.Unstructured, error) {
+				return nil, errors.New("field x has no place in v1")
+			},
 			wantInMsg: "converting App ingress.example.com/v1beta1 default/bad to ingress.example.com/v1: field x has no place in v1",
 		},
 		{
@@ -134,13 +136,17 @@ func TestConversionFailures(t *testing.T) {
 			wantInMsg: `converter returned apiVersion "ingress.example.com/v1beta1"`,
 		},
 		{
-			name:      "nil returned",
-			converter: func(context.Context, *unstructured.Unstructured, string) (*unstructured.Unstructured, error) { return nil, nil },
+			name: "nil returned",
+			converter: func(context.Context, *unstructured.Unstructured, string) (*unstructured.Unstructured, error) {
+				return nil, nil
+			},
 			wantInMsg: "converter returned nothing",
 		},
 		{
-			name:      "panic",
-			converter: func(context.Context, *unstructured.Unstructured, string) (*unstructured.Unstructured, error) { panic("boom") },
+			name: "panic",
+			converter: func(context.Context, *unstructured.Unstructured, string) (*unstructured.Unstructured, error) {
+				panic("boom")
+			},
 			wantInMsg: "internal error in webhook",
 		},
 	}
