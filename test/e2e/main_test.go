@@ -6,19 +6,14 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/klog/v2"
 
-	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 	"github.com/ndsl/controller-manager/test/e2e/framework"
 )
 
@@ -34,8 +29,7 @@ var (
 	logDir string
 )
 
-// setupTimeout bounds building the binary, starting the cluster and
-// installing the manifests.
+// setupTimeout bounds starting the cluster and installing the manifests.
 const setupTimeout = 5 * time.Minute
 
 // tokenLifetime is how long the managers' and observer's tokens live; the
@@ -79,20 +73,19 @@ func run(m *testing.M) (code int) {
 		return 1
 	}
 
-	// Build the binary while the control plane starts.
 	var binary string
-	var buildErr error
-	var wg sync.WaitGroup
 	if !suite.InClusterManager() {
-		wg.Go(func() { binary, buildErr = managerBinary(ctx, dir) })
+		if binary, err = managerBinary(); err != nil {
+			logger.Error(err, "Setting up the e2e suite")
+			return 1
+		}
 	}
 	cpDir := ""
 	if suite.ArtifactsDir != "" {
 		cpDir = filepath.Join(dir, "controlplane")
 	}
 	cluster, err = framework.Setup(ctx, suite, cpDir)
-	wg.Wait()
-	if err = errors.Join(err, buildErr); err != nil {
+	if err != nil {
 		logger.Error(err, "Setting up the e2e suite")
 		if cluster != nil {
 			_ = cluster.Stop()
@@ -154,35 +147,24 @@ func setupProcesses(ctx context.Context, binary, dir string) (*framework.Launche
 	return framework.NewLauncher(binary, kubeconfig, logDir, observer), nil
 }
 
-// managerBinary is $E2E_MANAGER_BINARY, else the manager built into dir, so
-// that a plain `go test ./...` tests the code of this checkout.
-func managerBinary(ctx context.Context, dir string) (string, error) {
-	if path := suite.ManagerBinary; path != "" {
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return "", err
-		}
-		if _, err := os.Stat(abs); err != nil {
-			return "", fmt.Errorf("%s: %w", framework.EnvManagerBinary, err)
-		}
-		return abs, nil
+// managerBinary is $E2E_MANAGER_BINARY made absolute. The suite never
+// compiles the manager: a cold build can outlast any setup deadline, so the
+// Makefile builds it once before the tests.
+func managerBinary() (string, error) {
+	path := suite.ManagerBinary
+	if path == "" {
+		return "", fmt.Errorf("%s is not set: build the manager first and pass it in, "+
+			"e.g. `make e2e` (or `make build && %s=$PWD/_output/controller-manager go test ./test/e2e`)",
+			framework.EnvManagerBinary, framework.EnvManagerBinary)
 	}
-	root, err := controlplane.RepoRoot()
+	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: %w", framework.EnvManagerBinary, err)
 	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	if fi, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("%s: %w (run make build)", framework.EnvManagerBinary, err)
+	} else if fi.IsDir() {
+		return "", fmt.Errorf("%s: %s is a directory, not the manager binary", framework.EnvManagerBinary, abs)
 	}
-	out := filepath.Join(dir, "bin", "controller-manager")
-	begin := time.Now()
-	cmd := exec.CommandContext(ctx, goTool, "build", "-o", out, "./cmd/controller-manager")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if output, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the manager: %w: %s", err, output)
-	}
-	klog.FromContext(ctx).Info("Built the manager", "path", out, "duration", time.Since(begin).Round(time.Millisecond))
-	return out, nil
+	return abs, nil
 }

@@ -14,7 +14,8 @@ const (
 	// default) runs two processes of the binary here; "deployment" uses the
 	// manifests' Deployment already running in the cluster (make e2e-kind).
 	EnvManager = "E2E_MANAGER"
-	// EnvManagerBinary is the manager binary to run; empty builds it.
+	// EnvManagerBinary is the manager binary to run (make build); required
+	// unless the manager is the in-cluster Deployment.
 	EnvManagerBinary = "E2E_MANAGER_BINARY"
 	// EnvArtifacts is a directory that keeps the manager and control plane
 	// logs after the run; empty uses a temporary directory removed at the end.
@@ -35,7 +36,7 @@ type Config struct {
 	Kubeconfig string
 	// Manager is ManagerProcess or ManagerDeployment.
 	Manager string
-	// ManagerBinary is the binary to run as processes; empty: build it.
+	// ManagerBinary is the binary to run as processes.
 	ManagerBinary string
 	// ArtifactsDir keeps logs; empty: a temporary directory.
 	ArtifactsDir string
