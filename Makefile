@@ -14,10 +14,12 @@ MANAGER_BINARY := $(OUTPUT)/controller-manager
 # component-base parses the version as semver: it must start with vX.Y.Z.
 BASE_VERSION := v0.1.0
 VERSION ?= $(BASE_VERSION)-$(shell git describe --always --dirty 2>/dev/null || echo unknown)
+GIT_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(VERSION) \
            -X k8s.io/component-base/version.gitMajor=0 -X k8s.io/component-base/version.gitMinor=1 \
-           -X k8s.io/component-base/version.gitCommit=$(shell git rev-parse HEAD 2>/dev/null) \
-           -X k8s.io/component-base/version.buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+           -X k8s.io/component-base/version.gitCommit=$(GIT_COMMIT) \
+           -X k8s.io/component-base/version.buildDate=$(BUILD_DATE)
 
 # Integration packages start their own control planes; keep two at a time.
 TEST_FLAGS ?= -timeout 20m -p 2
@@ -60,14 +62,38 @@ run: build ## Run the manager: against $KUBECONFIG if set, else against a local 
 	hack/run.sh
 
 IMG ?= controller-manager:latest
+DOCKER ?= docker
 
 .PHONY: docker-build
-docker-build: ## Build the container image IMG (needs a Docker engine).
-	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
+docker-build: ## Build the container image IMG (needs Docker with BuildKit; builds its own base images when none can be pulled).
+	hack/image/build.sh '$(IMG)' '-s -w $(LDFLAGS)'
+
+.PHONY: docker-push
+docker-push: ## Push the container image IMG.
+	$(DOCKER) push $(IMG)
+
+# Cluster verbs use the kubectl on PATH, else build kubectl alone.
+KUBECTL_CMD = $(or $(shell command -v kubectl 2>/dev/null),$(KUBECTL))
+
+.PHONY: kubectl
+kubectl:
+	@command -v kubectl >/dev/null 2>&1 || [ -x $(KUBECTL) ] || hack/build-controlplane.sh kubectl
+
+.PHONY: install
+install: kubectl ## Install the CRDs into the cluster in $KUBECONFIG.
+	$(KUBECTL_CMD) apply -k manifests/crd
+
+.PHONY: uninstall
+uninstall: kubectl ## Remove the CRDs (and with them every App and Pipeline) from the cluster in $KUBECONFIG.
+	$(KUBECTL_CMD) delete -k manifests/crd --ignore-not-found
 
 .PHONY: deploy
-deploy: controlplane ## Apply manifests/default to the cluster in $KUBECONFIG with image IMG.
-	cd manifests/default && $(KUBECTL) kustomize . | sed 's|image: controller-manager:latest|image: $(IMG)|' | $(KUBECTL) apply -f -
+deploy: kubectl ## Apply manifests/default to the cluster in $KUBECONFIG with image IMG.
+	$(KUBECTL_CMD) kustomize manifests/default | sed 's|image: controller-manager:latest|image: $(IMG)|' | $(KUBECTL_CMD) apply -f -
+
+.PHONY: undeploy
+undeploy: kubectl ## Remove what make deploy applied (CRDs included) from the cluster in $KUBECONFIG.
+	$(KUBECTL_CMD) delete -k manifests/default --ignore-not-found
 
 # The end-to-end suite (test/e2e). `make test` runs it too, through go test ./...
 E2E_ARTIFACTS ?= $(OUTPUT)/e2e

@@ -6,6 +6,8 @@
 #   $BIN/etcd-v3.6.16/etcd
 #   $BIN/kwok-v0.7.0/kwok
 #
+#   hack/build-controlplane.sh [kubectl]   (kubectl: only kubectl, for make deploy)
+#
 # BIN is $CONTROLPLANE_BIN_DIR, else hack/bin. pkg/testing/controlplane runs
 # them. Each binary is built under a temporary name and moved into place, so an
 # interrupted build is never taken for a finished one.
@@ -53,6 +55,18 @@ adopt_unversioned() {
 
 # Kubernetes: all missing binaries in one go build, which shares compilation.
 KUBE_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+ONLY_KUBECTL=false
+case "${1:-}" in
+"") ;;
+kubectl)
+  KUBE_CMDS=(kubectl)
+  ONLY_KUBECTL=true
+  ;;
+*)
+  echo "usage: $0 [kubectl]" >&2
+  exit 2
+  ;;
+esac
 missing=()
 for name in "${KUBE_CMDS[@]}"; do
   adopt_unversioned "$name"
@@ -78,6 +92,8 @@ if ((${#missing[@]} > 0)); then
     echo "built $KUBE_DIR/$name"
   done
 fi
+
+$ONLY_KUBECTL && exit 0
 
 # etcd: go install does not work because of the server module's replace directives.
 if [[ -x "$ETCD_DIR/etcd" ]]; then
