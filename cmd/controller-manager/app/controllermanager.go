@@ -17,6 +17,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -80,7 +81,7 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 			return nil, err
 		}
 	}
-	health := []healthChecker{ping}
+	health := []healthz.HealthChecker{healthz.PingHealthz}
 	if opts.LeaderElection.LeaderElect {
 		m.electionHealth = leaderelection.NewLeaderHealthzAdaptor(leaderHealthTolerance)
 		health = append(health, m.electionHealth)
@@ -89,7 +90,11 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 		handler := newHTTPHandler(m.status, health)
 		var tlsCfg *tls.Config
 		if opts.Generic.SecureServing {
-			if tlsCfg, err = tlsConfig(opts.Generic); err != nil {
+			certs, err := servingCertificate(opts.Generic)
+			if err != nil {
+				return nil, err
+			}
+			if tlsCfg, err = tlsConfig(ctx, certs); err != nil {
 				return nil, err
 			}
 			if handler, err = withDelegatedAuth(handler, m.clientConfig("delegated-auth")); err != nil {

@@ -121,6 +121,10 @@ func (r Registry) DisabledByDefault() []string {
 // controller not disabled by default, 'foo' turns foo on, '-foo' turns it
 // off, and the first mention of a controller wins. Aliases count as their
 // canonical name. An unknown name is an error listing the known ones.
+//
+// The decision is that of k8s.io/controller-manager/app.IsControllerEnabled,
+// which knows no aliases or unknown names; importing it would also link the
+// generic API server and the etcd client into the binary.
 func (r Registry) Enabled(requested []string) ([]ControllerDescriptor, error) {
 	canonical := map[string]string{}
 	for _, d := range r {

@@ -1,20 +1,25 @@
 package app
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/authorization/path"
+	"k8s.io/apiserver/pkg/authorization/union"
+	genericfilters "k8s.io/apiserver/pkg/endpoints/filters"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
-	"k8s.io/klog/v2"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 )
@@ -23,21 +28,32 @@ import (
 // failed to reach the API server, as kube-apiserver's delegated auth does.
 var authWebhookBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
 
-// openPaths are served to anyone: the kubelet probes them without a token.
-var openPaths = map[string]bool{"/healthz": true, "/livez": true, "/readyz": true}
+// probePaths are served to anyone: the kubelet probes them without a token.
+var probePaths = []string{"/healthz", "/livez", "/readyz"}
 
-// withDelegatedAuth protects every path but the probes: the request's bearer
-// token must pass a TokenReview (else 401) and its user must be allowed the
-// HTTP verb on the non-resource URL by a SubjectAccessReview (else 403).
-// Both answers are cached briefly, so a scrape every few seconds costs the
-// API server little. This is what kube-controller-manager's secure serving
-// and controller-runtime's metrics filters do.
+// withDelegatedAuth protects every path but the probes with the filters and
+// delegating authenticator and authorizer of kube-controller-manager's
+// secure serving: the request's bearer token must pass a TokenReview (else
+// 401) and its user must be allowed the HTTP verb on the non-resource URL by
+// a SubjectAccessReview (else 403). Both answers are cached briefly, so a
+// scrape every few seconds costs the API server little.
+//
+// Not apiserver's Delegating{Authentication,Authorization}Options: their
+// ApplyTo turns anonymous requests on for every path (a request without a
+// token would get 403, not 401) and reads its client only from a kubeconfig
+// file or the in-cluster config, not from the manager's client config.
 func withDelegatedAuth(h http.Handler, cfg *rest.Config) (http.Handler, error) {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building the client for delegated authentication: %w", err)
 	}
+	// Without a token, only the probes are reached, as system:anonymous.
+	anonymous := &apiserver.AnonymousAuthConfig{Enabled: true}
+	for _, p := range probePaths {
+		anonymous.Conditions = append(anonymous.Conditions, apiserver.AnonymousAuthCondition{Path: p})
+	}
 	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
+		Anonymous:                anonymous,
 		TokenAccessReviewClient:  client.AuthenticationV1(),
 		TokenAccessReviewTimeout: 10 * time.Second,
 		WebhookRetryBackoff:      &authWebhookBackoff,
@@ -46,7 +62,7 @@ func withDelegatedAuth(h http.Handler, cfg *rest.Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the delegated authenticator: %w", err)
 	}
-	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
+	reviewed, err := authorizerfactory.DelegatingAuthorizerConfig{
 		SubjectAccessReviewClient: client.AuthorizationV1(),
 		AllowCacheTTL:             10 * time.Second,
 		DenyCacheTTL:              10 * time.Second,
@@ -55,53 +71,53 @@ func withDelegatedAuth(h http.Handler, cfg *rest.Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the delegated authorizer: %w", err)
 	}
+	probes, err := path.NewAuthorizer(probePaths)
+	if err != nil {
+		return nil, err
+	}
 
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if openPaths[req.URL.Path] {
-			h.ServeHTTP(w, req)
-			return
-		}
-		logger := klog.FromContext(req.Context())
-		res, ok, err := authn.AuthenticateRequest(req)
-		if err != nil || !ok {
-			if err != nil {
-				logger.V(4).Info("Authentication failed", "path", req.URL.Path, "err", err)
-			}
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
-			return
-		}
-		attrs := authorizer.AttributesRecord{
-			User: res.User, Verb: strings.ToLower(req.Method), Path: req.URL.Path, ResourceRequest: false,
-		}
-		decision, reason, err := authz.Authorize(req.Context(), attrs)
-		if err != nil || decision != authorizer.DecisionAllow {
-			logger.V(4).Info("Authorization denied", "user", res.User.GetName(), "path", req.URL.Path, "reason", reason, "err", err)
-			http.Error(w, fmt.Sprintf("Forbidden: user %q may not %s %s", res.User.GetName(), attrs.Verb, req.URL.Path), http.StatusForbidden)
-			return
-		}
-		h.ServeHTTP(w, req)
-	}), nil
+	handler := genericfilters.WithAuthorization(h, union.New(probes, reviewed), scheme.Codecs)
+	handler = genericfilters.WithAuthentication(handler, authn, genericfilters.Unauthorized(scheme.Codecs), nil, nil)
+	return genericfilters.WithRequestInfo(handler, &apirequest.RequestInfoFactory{}), nil
 }
 
-// tlsConfig loads the serving certificate from the flags, or generates a
-// self-signed one in memory when none is given (clients such as Prometheus
-// in a cluster then skip verification, as they do for kube-controller-manager).
-func tlsConfig(o options.GenericOptions) (*tls.Config, error) {
-	var cert tls.Certificate
-	var err error
+// servingCertificate is the certificate of --tls-cert-file and
+// --tls-private-key-file, or, when none is given, a self-signed one made in
+// memory (clients such as Prometheus in a cluster then skip verification, as
+// they do for kube-controller-manager).
+func servingCertificate(o options.GenericOptions) (dynamiccertificates.CertKeyContentProvider, error) {
 	if o.TLSCertFile != "" {
-		cert, err = tls.LoadX509KeyPair(o.TLSCertFile, o.TLSKeyFile)
+		certs, err := dynamiccertificates.NewDynamicServingContentFromFiles("serving-cert", o.TLSCertFile, o.TLSKeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("loading --tls-cert-file/--tls-private-key-file: %w", err)
 		}
-	} else {
-		certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("controller-manager", nil, []string{"localhost"})
-		if err != nil {
-			return nil, fmt.Errorf("generating a self-signed serving certificate: %w", err)
-		}
-		if cert, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
-			return nil, err
-		}
+		return certs, nil
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("controller-manager", nil, []string{"localhost"})
+	if err != nil {
+		return nil, fmt.Errorf("generating a self-signed serving certificate: %w", err)
+	}
+	return dynamiccertificates.NewStaticCertKeyContent("self-signed", certPEM, keyPEM)
+}
+
+// tlsConfig serves certs and, until ctx is done, follows its changes: a
+// certificate file replaced on disk (a renewed Secret) is served to new
+// connections without a restart, as kube-controller-manager's secure
+// serving does.
+func tlsConfig(ctx context.Context, certs dynamiccertificates.CertKeyContentProvider) (*tls.Config, error) {
+	base := &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		// HTTP/1.1 is all that probes and scrapers need.
+		NextProtos: []string{"http/1.1"},
+	}
+	serving := dynamiccertificates.NewDynamicServingCertificateController(base, nil, certs, nil, nil)
+	certs.AddListener(serving)
+	if err := serving.RunOnce(); err != nil {
+		return nil, fmt.Errorf("loading the serving certificate: %w", err)
+	}
+	if files, ok := certs.(dynamiccertificates.ControllerRunner); ok {
+		go files.Run(ctx, 1)
+	}
+	go serving.Run(1, ctx.Done())
+	return &tls.Config{GetConfigForClient: serving.GetConfigForClient}, nil
 }

@@ -8,46 +8,33 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
+	"slices"
 	"time"
 
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // rest_client_*, workqueue_*, leader_election_* metrics
 )
 
-// healthChecker is one named check; client-go's leader-election
-// HealthzAdaptor is one.
-type healthChecker interface {
-	Name() string
-	Check(req *http.Request) error
-}
-
-type checkFunc struct {
-	name  string
-	check func(*http.Request) error
-}
-
-func (c checkFunc) Name() string                  { return c.name }
-func (c checkFunc) Check(req *http.Request) error { return c.check(req) }
-
-var ping = checkFunc{name: "ping", check: func(*http.Request) error { return nil }}
-
-// newHTTPHandler serves probes, metrics and the debug page.
-func newHTTPHandler(status *managerStatus, health []healthChecker) http.Handler {
-	ready := append([]healthChecker{}, health...)
-	ready = append(ready, checkFunc{name: "informer-sync", check: func(*http.Request) error {
+// newHTTPHandler serves probes, metrics and the debug page. /healthz and
+// /livez run the live checks (ping, and the leader election watchdog when
+// it is on); /readyz runs them too and fails until every informer started so
+// far has synced, so a standby, which starts none, is ready. Every check is
+// also served on its own path (/readyz/informer-sync) and ?verbose lists them.
+func newHTTPHandler(status *managerStatus, live []healthz.HealthChecker) http.Handler {
+	synced := healthz.NamedCheck("informer-sync", func(*http.Request) error {
 		if !status.synced() {
 			return errors.New("informer caches have not synced yet")
 		}
 		return nil
-	}})
+	})
 
 	mux := http.NewServeMux()
-	mux.Handle("/healthz", checksHandler(health))
-	mux.Handle("/livez", checksHandler(health))
-	mux.Handle("/readyz", checksHandler(ready))
+	healthz.InstallHandler(mux, live...)
+	healthz.InstallLivezHandler(mux, live...)
+	healthz.InstallReadyzHandler(mux, append(slices.Clone(live), synced)...)
 	mux.Handle("/metrics", legacyregistry.Handler())
 	mux.HandleFunc("/debug/controllers", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -56,34 +43,6 @@ func newHTTPHandler(status *managerStatus, health []healthChecker) http.Handler 
 		_ = enc.Encode(status.debug())
 	})
 	return mux
-}
-
-// checksHandler answers 200 "ok" when every check passes and 500 with the
-// failing checks otherwise; ?verbose lists every check.
-func checksHandler(checks []healthChecker) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		var report strings.Builder
-		failed := false
-		for _, c := range checks {
-			if err := c.Check(req); err != nil {
-				failed = true
-				fmt.Fprintf(&report, "[-]%s failed: %v\n", c.Name(), err)
-			} else {
-				fmt.Fprintf(&report, "[+]%s ok\n", c.Name())
-			}
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		if failed {
-			w.WriteHeader(http.StatusInternalServerError)
-			fmt.Fprint(w, report.String(), "check failed\n")
-			return
-		}
-		if _, verbose := req.URL.Query()["verbose"]; verbose {
-			fmt.Fprint(w, report.String())
-		}
-		fmt.Fprint(w, "ok\n")
-	})
 }
 
 // serveHTTP listens on address and serves handler until ctx is done, over

@@ -103,7 +103,7 @@ func (o *Options) Flags(allControllers, disabledByDefault []string) cliflag.Name
 	fs.BoolVar(&o.Generic.SecureServing, "secure-serving", o.Generic.SecureServing,
 		"Serve HTTPS, and let only callers whose token passes a TokenReview and who may GET the path (SubjectAccessReview) read /metrics and /debug/controllers; the probes stay open. false serves plain HTTP with no checks, for local runs.")
 	fs.StringVar(&o.Generic.TLSCertFile, "tls-cert-file", o.Generic.TLSCertFile,
-		"Serving certificate for --secure-serving; empty generates a self-signed one at start.")
+		"Serving certificate for --secure-serving, reloaded when the file changes; empty generates a self-signed one at start.")
 	fs.StringVar(&o.Generic.TLSKeyFile, "tls-private-key-file", o.Generic.TLSKeyFile,
 		"Private key of --tls-cert-file.")
 	fs.DurationVar(&o.Generic.ShutdownTimeout, "shutdown-timeout", o.Generic.ShutdownTimeout,
