@@ -50,7 +50,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 		if cp.Client, err = kubernetes.NewForConfig(cp.Config); err != nil {
 			return component{}, err
 		}
-		return component{name: apiserverName, path: cp.bins.apiserver, args: []string{
+		return component{name: apiserverName, path: cp.bins.apiserver, args: append([]string{
 			"--etcd-servers=" + cp.EtcdURL,
 			"--cert-dir=" + filepath.Join(cp.Dir, apiserverCertDir),
 			"--secure-port=" + strconv.Itoa(ports[0]),
@@ -72,7 +72,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 			// Close open watches at shutdown instead of waiting up to the 60s
 			// request timeout for them, so Stop and RestartAPIServer are quick.
 			"--shutdown-watch-termination-grace-period=2s",
-		}}, nil
+		}, cp.auditArgs()...)}, nil
 	}
 	c, err := cp.startAndWait(ctx, apiserverStartTimeout, build, cp.apiserverReady)
 	if err != nil {

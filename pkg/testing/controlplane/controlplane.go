@@ -117,7 +117,8 @@ const (
 // certificates, kubeconfigs, component logs) and leaves other files alone, so
 // that a kept Dir starts a fresh cluster next time.
 func RemoveState(dir string) error {
-	names := []string{etcdDataDir, apiserverCertDir, saKeyFile, saPubFile, tokenFileName, adminKubeconfigFile, kwokHomeDir}
+	names := []string{etcdDataDir, apiserverCertDir, saKeyFile, saPubFile, tokenFileName, adminKubeconfigFile, kwokHomeDir,
+		auditPolicyFile, auditLogFile}
 	for _, component := range []string{etcdName, apiserverName, controllerManagerName, schedulerName, kwokName} {
 		names = append(names, component+".log")
 	}
@@ -134,6 +135,9 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 	cp.saPub = filepath.Join(cp.Dir, saPubFile)
 	cp.tokenFile = filepath.Join(cp.Dir, tokenFileName)
 	if err := writeServiceAccountKeys(cp.saKey, cp.saPub); err != nil {
+		return err
+	}
+	if err := cp.writeAuditPolicy(); err != nil {
 		return err
 	}
 	if err := os.WriteFile(cp.tokenFile, []byte(AdminToken+",admin,admin,system:masters\n"), 0o600); err != nil {

@@ -48,6 +48,9 @@ type Options struct {
 	// Logs receives every component's output, each line prefixed with the
 	// component's name. Default: one file per component, <Dir>/<component>.log.
 	Logs io.Writer
+	// AuditPolicy, when not empty, is an audit policy (YAML) for
+	// kube-apiserver, which then writes JSON lines to AuditLogPath.
+	AuditPolicy string
 }
 
 // binaries are the absolute paths of the executables a control plane needs.

@@ -1,0 +1,58 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
+	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
+)
+
+// SetupLocal is Setup's local cluster with the caller's control plane
+// options (an audit policy, fsync, a kept directory), for suites that need
+// more than Setup's defaults. opts must ask for kube-controller-manager,
+// kube-scheduler and kwok, which the Cluster relies on.
+func SetupLocal(ctx context.Context, opts controlplane.Options) (*Cluster, error) {
+	if !opts.ControllerManager || !opts.Scheduler || !opts.Kwok {
+		return nil, fmt.Errorf("a local cluster needs kube-controller-manager, kube-scheduler and kwok in its options")
+	}
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{repoRoot: root}
+	if c.kubectl, err = controlplane.KubectlPath(""); err != nil {
+		var lookErr error
+		if c.kubectl, lookErr = exec.LookPath("kubectl"); lookErr != nil {
+			return nil, fmt.Errorf("no kubectl: %w", err)
+		}
+	}
+	if opts.Dir != "" {
+		if err := controlplane.RemoveState(opts.Dir); err != nil {
+			return nil, err
+		}
+	}
+	begin := time.Now()
+	if c.ControlPlane, err = controlplane.Start(ctx, opts); err != nil {
+		return nil, err
+	}
+	klog.FromContext(ctx).Info("Local control plane ready", "dir", c.ControlPlane.Dir, "duration", time.Since(begin).Round(time.Millisecond))
+	c.Config = c.ControlPlane.Config
+	c.KubeconfigPath = c.ControlPlane.KubeconfigPath
+	if c.Kube, err = kubernetes.NewForConfig(c.Config); err == nil {
+		c.Typed, err = versioned.NewForConfig(c.Config)
+	}
+	if err == nil {
+		err = c.findNodes(ctx)
+	}
+	if err != nil {
+		_ = c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
