@@ -7,6 +7,7 @@ import (
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
+// +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=exapp,categories=all
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
@@ -14,6 +15,7 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (at most 63 lower-case letters, digits or '-', starting with a letter and ending with a letter or digit), since it names the App's Service"
 
 // App runs a container image as a Deployment and, when asked, exposes it
 // through a Service and an Ingress.
@@ -30,7 +32,7 @@ type App struct {
 }
 
 // has() keeps the rule from failing with "no such key" should a default ever be dropped.
-// +kubebuilder:validation:XValidation:rule="!(has(self.enable_ingress) && self.enable_ingress) || (has(self.enable_service) && self.enable_service)",message="enable_ingress requires enable_service"
+// +kubebuilder:validation:XValidation:rule="!(has(self.enable_ingress) && self.enable_ingress) || (has(self.enable_service) && self.enable_service)",message="enable_ingress requires enable_service to be true: the Ingress routes to the App's Service"
 
 // AppSpec is the desired state of an App.
 type AppSpec struct {

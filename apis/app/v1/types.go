@@ -1,0 +1,119 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=exapp,categories=all
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Exposure",type=string,JSONPath=`.spec.exposure`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (at most 63 lower-case letters, digits or '-', starting with a letter and ending with a letter or digit), since it names the App's Service"
+
+// App runs a container image as a Deployment and, when asked, exposes it
+// through a Service and an Ingress.
+type App struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state of the App.
+	Spec AppSpec `json:"spec"`
+
+	// Status is the state of the App as last observed by the controller.
+	// +optional
+	Status AppStatus `json:"status,omitempty"`
+}
+
+// AppSpec is the desired state of an App.
+type AppSpec struct {
+	// Image is the container image to run.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Image string `json:"image"`
+
+	// Replicas is the number of pods to run.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"` // a pointer, so that an explicit 0 is not taken for unset
+
+	// Port is the container port, and the port the Service exposes.
+	// +kubebuilder:default=80
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+
+	// Exposure says how far the App is exposed: None (pods only), Service
+	// (a ClusterIP Service) or Ingress (a Service and an Ingress routing to
+	// it). One enum instead of v1beta1's two booleans, so that an Ingress
+	// without a Service cannot be asked for.
+	// +kubebuilder:default=None
+	// +optional
+	Exposure Exposure `json:"exposure,omitempty"`
+}
+
+// Exposure is how an App is reached.
+// +kubebuilder:validation:Enum=None;Service;Ingress
+type Exposure string
+
+// Exposures of an App.
+const (
+	// ExposureNone runs the pods only.
+	ExposureNone Exposure = "None"
+	// ExposureService adds a ClusterIP Service.
+	ExposureService Exposure = "Service"
+	// ExposureIngress adds a Service and an Ingress routing to it.
+	ExposureIngress Exposure = "Ingress"
+)
+
+// AppStatus is the observed state of an App.
+type AppStatus struct {
+	// ObservedGeneration is the metadata.generation this status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Replicas is the number of pods of the App's Deployment.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// ReadyReplicas is the number of those pods that are ready.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// AvailableReplicas is the number of those pods that have been ready for
+	// at least the Deployment's minReadySeconds.
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+
+	// URL is where the App can be reached; empty while it cannot be.
+	// +optional
+	URL string `json:"url,omitempty"`
+
+	// Conditions are the latest observations of the App's state, one per
+	// type: Ready, Progressing and Degraded, as in v1beta1.
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// AppList is a list of Apps.
+type AppList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the Apps.
+	Items []App `json:"items"`
+}
