@@ -4,21 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/distribution/reference"
 	admissionv1 "k8s.io/api/admission/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
-	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	"github.com/ndsl/controller-manager/apis/app/conversion"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	"github.com/ndsl/controller-manager/pkg/webhook"
 )
 
 // AdmissionOptions configures the App admission webhooks.
@@ -43,26 +43,44 @@ type Defaulter struct {
 type Validator struct{}
 
 // invertEnableIngress applies the design notes' inversion of enable_ingress
-// to an App being created through v1beta1, once: the decision is recorded in
-// EnableIngressRequestedAnnotation, and an App that carries it is left
-// alone. It returns the warning that tells the user, or "" when it did
-// nothing.
-func invertEnableIngress(app *appv1beta1.App, op admissionv1.Operation, requestVersion string, opts AdmissionOptions) string {
-	if !opts.InvertEnableIngress || op != admissionv1.Create || requestVersion != appv1beta1.SchemeGroupVersion.Version {
+// to an App written through v1beta1. The decision is made once, at
+// creation, and recorded in EnableIngressRequestedAnnotation: an App created
+// with the annotation is left alone, and so is every update, but one. An
+// update that writes again the value the App was created with, over the
+// inverted value (kubectl apply of the same manifest sends it every time),
+// keeps the inverted value, so that re-applying a manifest changes nothing.
+// It returns the warning that tells the user, or "" when it did nothing.
+func invertEnableIngress(app, old *appv1beta1.App, op admissionv1.Operation, requestVersion string, opts AdmissionOptions) string {
+	if !opts.InvertEnableIngress || requestVersion != appv1beta1.SchemeGroupVersion.Version {
 		return ""
 	}
-	if _, decided := app.Annotations[appv1beta1.EnableIngressRequestedAnnotation]; decided {
-		return ""
+	key := appv1beta1.EnableIngressRequestedAnnotation
+	recorded, decided := app.Annotations[key]
+	switch op {
+	case admissionv1.Create:
+		if decided {
+			return ""
+		}
+		requested := app.Spec.EnableIngress
+		if app.Annotations == nil {
+			app.Annotations = map[string]string{}
+		}
+		app.Annotations[key] = strconv.FormatBool(requested)
+		app.Spec.EnableIngress = !requested
+		return fmt.Sprintf("spec.enable_ingress was set to %t, the inverse of the %t requested, as the design notes' defaulting webhook specifies; "+
+			"annotation %s keeps the requested value, and the manager's --app-invert-enable-ingress=false turns the inversion off",
+			!requested, requested, key)
+	case admissionv1.Update:
+		requested, err := strconv.ParseBool(recorded)
+		if !decided || err != nil || old == nil || old.Annotations[key] != recorded ||
+			app.Spec.EnableIngress != requested || old.Spec.EnableIngress != !requested {
+			return ""
+		}
+		app.Spec.EnableIngress = !requested
+		return fmt.Sprintf("spec.enable_ingress stays %t: %t is the value this App was created with, which the defaulting webhook inverted then (annotation %s); "+
+			"to set %t, remove that annotation in the same update", !requested, requested, key, requested)
 	}
-	requested := app.Spec.EnableIngress
-	if app.Annotations == nil {
-		app.Annotations = map[string]string{}
-	}
-	app.Annotations[appv1beta1.EnableIngressRequestedAnnotation] = strconv.FormatBool(requested)
-	app.Spec.EnableIngress = !requested
-	return fmt.Sprintf("spec.enable_ingress was set to %t, the inverse of the %t requested, as the design notes' defaulting webhook specifies; "+
-		"annotation %s keeps the requested value, and the manager's --app-invert-enable-ingress=false turns the inversion off",
-		!requested, requested, appv1beta1.EnableIngressRequestedAnnotation)
+	return ""
 }
 
 // validateApp checks what the CRD schema cannot, or cannot say as clearly:
@@ -148,45 +166,38 @@ func requestVersion(req *admissionv1.AdmissionRequest) string {
 // created through v1beta1, when the options say so, and patches nothing
 // otherwise.
 func (d Defaulter) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
-	if req.Kind.Version != appv1beta1.SchemeGroupVersion.Version || req.Operation != admissionv1.Create {
-		return resp // the inversion is v1beta1's, at creation only
+	if req.Kind.Version != appv1beta1.SchemeGroupVersion.Version ||
+		(req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
+		return webhook.Allowed() // the inversion is v1beta1's
 	}
 	app, err := decodeApp(req.Object.Raw)
 	if err != nil {
-		return errored(apierrors.NewBadRequest(fmt.Sprintf("decoding the App: %v", err)))
+		return webhook.Errored(http.StatusBadRequest, fmt.Errorf("decoding the App: %w", err))
+	}
+	var old *appv1beta1.App
+	if req.Operation == admissionv1.Update {
+		if old, err = decodeApp(req.OldObject.Raw); err != nil {
+			return webhook.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old App: %w", err))
+		}
 	}
 	hadAnnotations := app.Annotations != nil
-	warning := invertEnableIngress(app, req.Operation, requestVersion(req), d.Options)
+	warning := invertEnableIngress(app, old, req.Operation, requestVersion(req), d.Options)
 	if warning == "" {
-		return resp
+		return webhook.Allowed()
 	}
-	klog.FromContext(ctx).V(2).Info("Inverted enable_ingress", "app", klog.KRef(req.Namespace, app.Name), "enableIngress", app.Spec.EnableIngress)
-	patch, err := json.Marshal(inversionPatch(app, hadAnnotations))
-	if err != nil {
-		return errored(apierrors.NewInternalError(err))
-	}
-	resp.Patch = patch
-	resp.PatchType = ptr.To(admissionv1.PatchTypeJSONPatch)
-	resp.Warnings = []string{warning}
-	return resp
-}
-
-type jsonPatchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value"`
+	klog.FromContext(ctx).V(2).Info("Inverted enable_ingress", "app", klog.KRef(req.Namespace, app.Name), "operation", req.Operation, "enableIngress", app.Spec.EnableIngress)
+	return webhook.Patched(inversionPatch(app, hadAnnotations), warning)
 }
 
 // inversionPatch writes the inverted enable_ingress and the annotation that
 // records the decision. "add" replaces a member that exists.
-func inversionPatch(app *appv1beta1.App, hadAnnotations bool) []jsonPatchOp {
+func inversionPatch(app *appv1beta1.App, hadAnnotations bool) []webhook.JSONPatchOp {
 	key := appv1beta1.EnableIngressRequestedAnnotation
-	ops := []jsonPatchOp{{Op: "add", Path: "/spec/enable_ingress", Value: app.Spec.EnableIngress}}
+	ops := []webhook.JSONPatchOp{{Op: "add", Path: "/spec/enable_ingress", Value: app.Spec.EnableIngress}}
 	if hadAnnotations {
-		return append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapeJSONPointer(key), Value: app.Annotations[key]})
+		return append(ops, webhook.JSONPatchOp{Op: "add", Path: "/metadata/annotations/" + escapeJSONPointer(key), Value: app.Annotations[key]})
 	}
-	return append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{key: app.Annotations[key]}})
+	return append(ops, webhook.JSONPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{key: app.Annotations[key]}})
 }
 
 func escapeJSONPointer(s string) string {
@@ -197,28 +208,21 @@ func escapeJSONPointer(s string) string {
 // about an image that may change under it.
 func (Validator) Admit(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+		return webhook.Allowed()
 	}
 	app, err := decodeApp(req.Object.Raw)
 	if err != nil {
-		return errored(apierrors.NewBadRequest(fmt.Sprintf("decoding the App: %v", err)))
+		return webhook.Errored(http.StatusBadRequest, fmt.Errorf("decoding the App: %w", err))
 	}
 	var old *appv1beta1.App
 	if req.Operation == admissionv1.Update {
 		if old, err = decodeApp(req.OldObject.Raw); err != nil {
-			return errored(apierrors.NewBadRequest(fmt.Sprintf("decoding the old App: %v", err)))
+			return webhook.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old App: %w", err))
 		}
 	}
 	errs, warnings := validateApp(app, old)
-	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: len(errs) == 0, Warnings: warnings}
 	if len(errs) > 0 {
-		status := apierrors.NewInvalid(appv1beta1.Kind("App"), app.Name, errs).ErrStatus
-		resp.Result = &status
+		return webhook.Invalid(appv1beta1.Kind("App"), app.Name, errs, warnings...)
 	}
-	return resp
-}
-
-// errored is the response to a request that could not be decided.
-func errored(err *apierrors.StatusError) *admissionv1.AdmissionResponse {
-	return &admissionv1.AdmissionResponse{Result: &err.ErrStatus}
+	return webhook.Allowed(warnings...)
 }

@@ -88,7 +88,9 @@ func TestDefaulter(t *testing.T) {
 		{"webhook case: false becomes true", admissionv1.Create, "v1beta1", betaApp("app-sample", false, false, map[string]string{"team": "a"}), true, true, "false", true},
 		{"true becomes false", admissionv1.Create, "v1beta1", betaApp("a", true, true, nil), true, false, "true", true},
 		{"already decided: unchanged", admissionv1.Create, "v1beta1", betaApp("a", true, true, map[string]string{requested: "false"}), true, true, "false", false},
-		{"update: never inverted", admissionv1.Update, "v1beta1", betaApp("a", true, false, nil), true, false, "", false},
+		{"update without a decision: not inverted", admissionv1.Update, "v1beta1", betaApp("a", true, false, nil), true, false, "", false},
+		{"update writing the created value again: the decision stays", admissionv1.Update, "v1beta1", betaApp("a", true, false, map[string]string{requested: "false"}), true, true, "false", true},
+		{"update writing the created value through v1: taken as written", admissionv1.Update, "v1", betaApp("a", true, false, map[string]string{requested: "false"}), true, false, "false", false},
 		{"created through v1: not inverted", admissionv1.Create, "v1", betaApp("a", true, false, nil), true, false, "", false},
 		{"inversion off", admissionv1.Create, "v1beta1", betaApp("a", true, false, nil), false, false, "", false},
 	}
@@ -97,7 +99,12 @@ func TestDefaulter(t *testing.T) {
 			d := Defaulter{Options: AdmissionOptions{InvertEnableIngress: tc.invert}}
 			var old runtime.Object
 			if tc.op == admissionv1.Update {
-				old = tc.in
+				// The stored App: created from the same manifest, inverted.
+				stored := tc.in.DeepCopy()
+				if r, ok := stored.Annotations[requested]; ok {
+					stored.Spec.EnableIngress = r != "true"
+				}
+				old = stored
 			}
 			req := request(t, tc.op, tc.requestVersion, tc.in, old)
 			resp := d.Admit(context.Background(), req)

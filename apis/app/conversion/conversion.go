@@ -127,4 +127,3 @@ func V1ToV1beta1(in *appv1.App, out *appv1beta1.App) error {
 	}
 	return nil
 }
-

@@ -6,7 +6,9 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	appconversion "github.com/ndsl/controller-manager/apis/app/conversion"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/pkg/webhook"
 )
 
@@ -31,7 +33,22 @@ type WebhookRegistration struct {
 // replica. Each API adds its entries here; the handlers live beside the API's
 // controller (controllers/<name>/admission.go) and its types.
 func webhookRegistrations() []WebhookRegistration {
-	return []WebhookRegistration{}
+	return []WebhookRegistration{{
+		Path: webhook.PathMutateApps, Name: "app-defaulting",
+		Admission: func(wc WebhookContext) (webhook.AdmissionHandler, error) {
+			return appcontroller.Defaulter{Options: wc.Options.AppAdmission}, nil
+		},
+	}, {
+		Path: webhook.PathValidateApps, Name: "app-validation",
+		Admission: func(WebhookContext) (webhook.AdmissionHandler, error) {
+			return appcontroller.Validator{}, nil
+		},
+	}, {
+		Path: webhook.PathConvertApps, Name: "app-conversion",
+		Conversion: func(WebhookContext) (webhook.Converter, error) {
+			return appconversion.Converter{}, nil
+		},
+	}}
 }
 
 // registerWebhooks builds every registration's handler and adds it to s.

@@ -34,6 +34,9 @@ type Options struct {
 	Pipeline pipeline.Options
 	Cleanup  cleanup.Options
 	App      appcontroller.Options
+
+	// AppAdmission configures the App webhooks.
+	AppAdmission appcontroller.AdmissionOptions
 }
 
 // GenericOptions are the flags not specific to one controller.
@@ -78,6 +81,8 @@ func NewOptions() *Options {
 		Pipeline: pipeline.DefaultOptions(),
 		Cleanup:  cleanup.DefaultOptions(),
 		App:      appcontroller.DefaultOptions(),
+
+		AppAdmission: appcontroller.DefaultAdmissionOptions(),
 	}
 }
 
@@ -119,6 +124,7 @@ func (o *Options) Flags(allControllers, disabledByDefault []string) cliflag.Name
 	bindPipelineFlags(&o.Pipeline, fss.FlagSet("pipeline controller"))
 	bindCleanupFlags(&o.Cleanup, fss.FlagSet("cleanup controller"))
 	bindAppFlags(&o.App, fss.FlagSet("app controller"))
+	bindAppAdmissionFlags(&o.AppAdmission, fss.FlagSet("app webhooks"))
 	return fss
 }
 

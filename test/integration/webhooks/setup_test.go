@@ -1,0 +1,335 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/cert"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	appconversion "github.com/ndsl/controller-manager/apis/app/conversion"
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	appcontroller "github.com/ndsl/controller-manager/controllers/app"
+	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
+	"github.com/ndsl/controller-manager/pkg/webhook"
+)
+
+// timeout bounds every wait.
+const timeout = 90 * time.Second
+
+var (
+	appsV1beta1 = schema.GroupVersionResource{Group: "ingress.example.com", Version: "v1beta1", Resource: "apps"}
+	appsV1      = schema.GroupVersionResource{Group: "ingress.example.com", Version: "v1", Resource: "apps"}
+)
+
+// webhookNames are the configurations this package creates.
+const (
+	mutatingName   = "ndsl-webhooks-test"
+	validatingName = "ndsl-webhooks-test"
+)
+
+var (
+	setupOnce sync.Once
+	setupErr  error
+	dyn       dynamic.Interface
+)
+
+// setup starts the webhook server and points the CRDs and the webhook
+// configurations at it, once for the package.
+func setup(t *testing.T) {
+	t.Helper()
+	setupOnce.Do(func() { setupErr = installWebhooks() })
+	if setupErr != nil {
+		t.Fatalf("setting up the webhooks: %v", setupErr)
+	}
+}
+
+// serveWebhooks runs the webhook server on a loopback port until the
+// process ends, with the handlers the manager registers, and returns its
+// URL and the CA bundle that verifies it.
+func serveWebhooks() (string, []byte, error) {
+	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	certs, err := dynamiccertificates.NewStaticCertKeyContent("webhooks-test", certPEM, keyPEM)
+	if err != nil {
+		return "", nil, err
+	}
+	s := webhook.NewServer()
+	s.HandleAdmission(webhook.PathMutateApps, "app-defaulting", appcontroller.Defaulter{Options: appcontroller.DefaultAdmissionOptions()})
+	s.HandleAdmission(webhook.PathValidateApps, "app-validation", appcontroller.Validator{})
+	s.HandleConversion(webhook.PathConvertApps, "app-conversion", appconversion.Converter{})
+	registerPipelineWebhooks(s)
+	// The server outlives this test: every test of the package uses it.
+	addr, err := s.Serve(context.Background(), "127.0.0.1:0", certs)
+	if err != nil {
+		return "", nil, err
+	}
+	// GenerateSelfSignedCertKey returns the serving certificate followed by
+	// the CA that signed it; the bundle may hold both.
+	return "https://" + addr.String(), certPEM, nil
+}
+
+func installWebhooks() error {
+	ctx := context.Background()
+	url, caBundle, err := serveWebhooks()
+	if err != nil {
+		return fmt.Errorf("serving the webhooks: %w", err)
+	}
+	if dyn, err = dynamic.NewForConfig(cp.Config); err != nil {
+		return err
+	}
+	if err := installCRDs(ctx, url, caBundle); err != nil {
+		return err
+	}
+	client := cp.Client.AdmissionregistrationV1()
+	if _, err := client.MutatingWebhookConfigurations().Create(ctx, mutatingConfig(url, caBundle), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the MutatingWebhookConfiguration: %w", err)
+	}
+	if _, err := client.ValidatingWebhookConfigurations().Create(ctx, validatingConfig(url, caBundle), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the ValidatingWebhookConfiguration: %w", err)
+	}
+	return waitWebhooksActive(ctx)
+}
+
+// installCRDs creates the CRDs of manifests/crd with a conversion webhook at
+// url, as the manifests' kustomize patch does with a Service.
+func installCRDs(ctx context.Context, url string, caBundle []byte) error {
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return err
+	}
+	cs, err := apiextensionsclient.NewForConfig(cp.Config)
+	if err != nil {
+		return err
+	}
+	for file, path := range map[string]string{
+		"ingress.example.com_apps.yaml":       webhook.PathConvertApps,
+		"distri-infer.ndsl.cn_pipelines.yaml": webhook.PathConvertPipelines,
+	} {
+		data, err := os.ReadFile(filepath.Join(root, "manifests", "crd", file))
+		if err != nil {
+			return err
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+			return fmt.Errorf("parsing %s: %w", file, err)
+		}
+		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+			Strategy: apiextensionsv1.WebhookConverter,
+			Webhook: &apiextensionsv1.WebhookConversion{
+				ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: ptr.To(url + path), CABundle: caBundle},
+				ConversionReviewVersions: []string{"v1"},
+			},
+		}
+		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, &crd, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+		}
+		err = pollUntil(ctx, func(ctx context.Context) (bool, error) {
+			got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, c := range got.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for CRD %s: %w", crd.Name, err)
+		}
+	}
+	return nil
+}
+
+func clientConfig(url, path string, caBundle []byte) admissionregistrationv1.WebhookClientConfig {
+	return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url + path), CABundle: caBundle}
+}
+
+func rule(group, resource string, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+	return []admissionregistrationv1.RuleWithOperations{{
+		Operations: ops,
+		Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{group}, APIVersions: []string{"v1beta1"}, Resources: []string{resource},
+			Scope: ptr.To(admissionregistrationv1.AllScopes),
+		},
+	}}
+}
+
+// The configurations follow the manifests' choices: v1beta1 only with
+// matchPolicy Equivalent (a v1 request reaches the webhook converted),
+// failurePolicy Fail, sideEffects None, short timeouts.
+func mutatingConfig(url string, caBundle []byte) *admissionregistrationv1.MutatingWebhookConfiguration {
+	return &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: mutatingName},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:                    "mutate.apps.ingress.example.com",
+			ClientConfig:            clientConfig(url, webhook.PathMutateApps, caBundle),
+			Rules:                   rule("ingress.example.com", "apps", admissionregistrationv1.Create, admissionregistrationv1.Update),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          ptr.To[int32](5),
+			ReinvocationPolicy:      ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+}
+
+func validatingConfig(url string, caBundle []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	hook := func(name, path, group, resource string) admissionregistrationv1.ValidatingWebhook {
+		return admissionregistrationv1.ValidatingWebhook{
+			Name:                    name,
+			ClientConfig:            clientConfig(url, path, caBundle),
+			Rules:                   rule(group, resource, admissionregistrationv1.Create, admissionregistrationv1.Update),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          ptr.To[int32](5),
+			AdmissionReviewVersions: []string{"v1"},
+		}
+	}
+	return &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: validatingName},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{
+			hook("validate.apps.ingress.example.com", webhook.PathValidateApps, "ingress.example.com", "apps"),
+		},
+	}
+}
+
+// waitWebhooksActive waits until the API server calls both App webhooks: a
+// dry-run create whose image only the validating webhook refuses is refused.
+func waitWebhooksActive(ctx context.Context) error {
+	probe := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "ingress.example.com/v1beta1", "kind": "App",
+		"metadata": map[string]any{"name": "probe", "namespace": "default"},
+		"spec":     map[string]any{"image": "Not A Reference", "enable_service": true},
+	}}
+	return pollUntil(ctx, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(appsV1beta1).Namespace("default").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "not a valid image reference"), nil
+	})
+}
+
+func pollUntil(ctx context.Context, cond func(context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		ok, err := cond(ctx)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// warningsClient is a dynamic client that records the API server's
+// warnings, as kubectl prints them.
+type warningsClient struct {
+	dynamic.Interface
+	mu       sync.Mutex
+	warnings []string
+}
+
+func (w *warningsClient) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warnings = append(w.warnings, text)
+}
+
+// take returns the warnings recorded so far and forgets them.
+func (w *warningsClient) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	got := w.warnings
+	w.warnings = nil
+	return got
+}
+
+func newWarningsClient(t *testing.T) *warningsClient {
+	t.Helper()
+	w := &warningsClient{}
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.WarningHandler = w
+	d, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Interface = d
+	return w
+}
+
+// strict is what kubectl sends by default: unknown or duplicate fields are errors.
+var strict = metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
+
+// kubectl runs the real kubectl against the control plane and returns its
+// stdout, its stderr (where it prints warnings) and its error.
+func kubectl(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	path, err := controlplane.KubectlPath("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(path, append([]string{"--kubeconfig", cp.KubeconfigPath}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	t.Logf("kubectl %s\nstdout: %s\nstderr: %s", strings.Join(args, " "), stdout.String(), stderr.String())
+	return stdout.String(), stderr.String(), err
+}
+
+// sample is the path of a file of manifests/samples.
+func sample(t *testing.T, rel string) string {
+	t.Helper()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "manifests", "samples", rel)
+}
+
+// optionsT is the manager's options type, for StartManager's mutate.
+type optionsT = options.Options
+
+func fromUnstructured(u *unstructured.Unstructured, obj any) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj)
+}
+
+// equalJSON compares two values as JSON documents.
+func equalJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
