@@ -62,7 +62,7 @@ const (
 	scenarioNameFailover  = "failover"
 )
 
-var allScenarios = []string{scenarioNameApps, scenarioNamePipelines, scenarioNameIngress, scenarioNameMemory, scenarioNameSteady, scenarioNameFailover}
+var allScenarios = []string{scenarioNameApps, scenarioNamePipelines, scenarioNameIngress, scenarioNameMemory, scenarioNameSteady, scenarioNameFailover, scenarioNameConversion}
 
 type config struct {
 	scenarios   []string
@@ -81,6 +81,7 @@ type config struct {
 	resync, steadyDuration                    time.Duration
 	leaseDuration, renewDeadline, retryPeriod time.Duration
 	failoverApps                              int
+	conversionApps, conversionLists           int
 
 	maxLoad, maxOthers                        float64
 	loadWait                                  time.Duration
@@ -123,6 +124,8 @@ func main() {
 	flag.DurationVar(&cfg.leaseDuration, "lease-duration", 15*time.Second, "--leader-elect-lease-duration of the failover managers (the binary's default).")
 	flag.DurationVar(&cfg.renewDeadline, "renew-deadline", 10*time.Second, "--leader-elect-renew-deadline of the failover managers.")
 	flag.DurationVar(&cfg.retryPeriod, "retry-period", 2*time.Second, "--leader-elect-retry-period of the failover managers.")
+	flag.IntVar(&cfg.conversionApps, "conversion-apps", 1000, "Apps listed through v1 (converted by the webhook) and v1beta1 in the conversion scenario.")
+	flag.IntVar(&cfg.conversionLists, "conversion-lists", 10, "Lists of all of them timed in each version.")
 	flag.IntVar(&cfg.failoverApps, "failover-apps", 20, "Apps created for the failover managers to reconcile (besides whatever exists).")
 	flag.Float64Var(&cfg.maxLoad, "max-load", 1.0, "Wait before starting until the 1-minute load average is below this; 0 does not wait.")
 	flag.Float64Var(&cfg.maxOthers, "max-others", 0.25, "Before each measurement, wait (up to --quiet-timeout) until processes outside this benchmark and its control plane use fewer CPU cores than this; 0 does not wait (nor does --use-existing-cluster).")
@@ -219,6 +222,7 @@ type results struct {
 	memory       *memoryResult
 	steady       *steadyResult
 	failover     *failoverResult
+	conversion   *conversionResult
 	profileNotes string
 }
 
@@ -299,6 +303,13 @@ func run(ctx context.Context, cfg config) error {
 			return fmt.Errorf("failover: %w", err)
 		}
 		res.failover = &f
+	}
+	if cfg.has(scenarioNameConversion) && cfg.cpuprofile == "" {
+		cr, err := scenarioConversion(ctx, c, cfg)
+		if err != nil {
+			return fmt.Errorf("conversion: %w", err)
+		}
+		res.conversion = &cr
 	}
 	res.finished = time.Now()
 	return report(ctx, res)

@@ -221,6 +221,17 @@ func buildTable(res *results) ([]row, []verdict) {
 			verdict{"Failover after kill -9 ≤ lease duration + 5 s", f.killReconcile <= killTarget, secs(f.killReconcile)},
 			verdict{"Failover after SIGTERM ≤ 5 s", f.termReconcile <= 5*time.Second, secs(f.termReconcile)})
 	}
+	if cr := res.conversion; cr != nil {
+		rows = append(rows, row{
+			number: "8", scenario: "Conversion: list Apps through v1 (not stored)",
+			size:    fmt.Sprintf("%d Apps, %d lists per version", cr.apps, cr.lists),
+			raw:     fmt.Sprintf("v1beta1 (stored, no conversion): %.0f objects/s, %s per list", cr.stored, secs(cr.storedP50)),
+			manager: fmt.Sprintf("v1 through the conversion webhook: %.0f objects/s, %s per list", cr.viaV1, secs(cr.v1P50)),
+			ratio:   fmt.Sprintf("%.2f", cr.viaV1/cr.stored),
+			writes:  "—",
+			where:   "the manager's App converter served in the benchmark process over HTTPS on 127.0.0.1; one ConversionReview per list",
+		})
+	}
 	return rows, verdicts
 }
 
