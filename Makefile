@@ -98,24 +98,16 @@ undeploy: kubectl ## Remove what make deploy applied (CRDs included) from the cl
 # The end-to-end suite (test/e2e). `make test` runs it too, through go test ./...
 E2E_ARTIFACTS ?= $(OUTPUT)/e2e
 E2E_FLAGS ?= -count=1 -timeout 15m -v
-KIND ?= kind
 KIND_CLUSTER ?= ndsl-e2e
-KIND_KUBECONFIG := $(OUTPUT)/kind.kubeconfig
-E2E_IMG ?= controller-manager:e2e
 
 .PHONY: e2e
 e2e: build controlplane ## End-to-end suite: local cluster, manifests, two processes of _output/controller-manager; logs in _output/e2e.
 	E2E_MANAGER_BINARY=$(MANAGER_BINARY) E2E_ARTIFACTS=$(E2E_ARTIFACTS) go test $(E2E_FLAGS) ./test/e2e
 
 .PHONY: e2e-kind
-e2e-kind: controlplane ## The e2e suite against a kind cluster running the image in the manifests' Deployment (needs Docker and kind).
-	$(KIND) get clusters | grep -qx '$(KIND_CLUSTER)' || $(KIND) create cluster --name $(KIND_CLUSTER) --config test/e2e/kind.yaml --wait 5m
-	$(KIND) export kubeconfig --name $(KIND_CLUSTER) --kubeconfig $(KIND_KUBECONFIG)
-	$(MAKE) docker-build IMG=$(E2E_IMG)
-	$(KIND) load docker-image $(E2E_IMG) --name $(KIND_CLUSTER)
-	KUBECONFIG=$(KIND_KUBECONFIG) $(MAKE) deploy IMG=$(E2E_IMG)
-	KUBECONFIG=$(KIND_KUBECONFIG) E2E_USE_EXISTING_CLUSTER=true E2E_MANAGER=deployment E2E_ARTIFACTS=$(E2E_ARTIFACTS) \
-		go test $(E2E_FLAGS) ./test/e2e
+e2e-kind: kubectl ## The e2e suite on a kind cluster (1 control plane, 2 workers) running the image with manifests/default; KEEP_CLUSTER=1 keeps it. Offline, builds the node image.
+	KIND_CLUSTER=$(KIND_CLUSTER) VERSION=$(VERSION) LDFLAGS='-s -w $(LDFLAGS)' E2E_ARTIFACTS=$(OUTPUT)/e2e-kind \
+		E2E_FLAGS='$(E2E_FLAGS)' hack/kind/e2e.sh
 
 # The scale benchmark (test/bench/scale, issue 7); not part of `make test`.
 # Built and exec'd rather than go run, which would not pass SIGTERM on.

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +43,11 @@ func TestSamplesConverge(t *testing.T) {
 		t.Parallel()
 		var sample appv1beta1.App
 		integration.LoadManifest(t, "samples/app.yaml", &sample)
+		if !cluster.FakeNodes {
+			// A real kubelet pulls the sample's nginx:latest on every start
+			// (an App has no pull policy): run the image the nodes have.
+			sample.Spec.Image = workloadImage()
+		}
 		created := createApp(t, ns, &sample)
 		app := waitAppReady(t, ns, created.Name, convergeTimeout)
 		checkAppChildren(t, ns, app)
@@ -57,6 +64,9 @@ func TestSamplesConverge(t *testing.T) {
 		onNodes := nodeMapping()
 		for i := range sample.Spec.Steps {
 			sample.Spec.Steps[i].Location = onNodes(sample.Spec.Steps[i].Location)
+			if !cluster.FakeNodes {
+				sample.Spec.Steps[i].Image = workloadImage()
+			}
 		}
 		created, err := cluster.Typed.PipelineV1beta1().Pipelines().Create(context.Background(), &sample, metav1.CreateOptions{})
 		if err != nil {
@@ -75,6 +85,9 @@ func TestSamplesConverge(t *testing.T) {
 		for i := range sample.Spec.Steps {
 			for j, n := range sample.Spec.Steps[i].Locations {
 				sample.Spec.Steps[i].Locations[j] = onNodes(n)
+			}
+			if !cluster.FakeNodes {
+				sample.Spec.Steps[i].Image = workloadImage()
 			}
 		}
 		created, err := cluster.Typed.PipelineV1().Pipelines().Create(context.Background(), &sample, metav1.CreateOptions{})
@@ -186,19 +199,27 @@ func deletePipelineAtEnd(t *testing.T, name string) {
 	})
 }
 
+// samplesMountable reports whether the steps' pods can mount the samples'
+// NFS volumes: on kwok nodes, which mount nothing, or with the NFS CSI
+// driver stand-in (test/e2e/images/nfs-stand-in) that make e2e-kind deploys.
+func samplesMountable() bool {
+	return cluster.FakeNodes || os.Getenv("E2E_NFS_STAND_IN") == "true"
+}
+
 // checkPipelineConverges waits until the Pipeline's storage is bound and its
 // steps' pods are Ready on the nodes they are pinned to, and it reports
-// Ready, then checks its children. Pods mounting the samples' NFS share run
-// only on kwok nodes: on real nodes it checks all but readiness.
+// Ready, then checks its children. Where the samples' NFS share cannot be
+// mounted (samplesMountable), it checks all but readiness, and that the pods
+// are scheduled on the nodes the steps name.
 func checkPipelineConverges(t *testing.T, name string) *pipelinev1beta1.Pipeline {
 	t.Helper()
 	var p *pipelinev1beta1.Pipeline
-	if cluster.FakeNodes {
+	if samplesMountable() {
 		p = waitPipeline(t, name, "Ready=True", func(p *pipelinev1beta1.Pipeline) bool {
 			return pipelineCondition(p, pipelinev1beta1.ConditionReady, metav1.ConditionTrue, "")
 		})
 	} else {
-		t.Logf("real nodes cannot mount the samples' NFS share: checking storage and children, not readiness")
+		t.Logf("these nodes cannot mount the samples' NFS share: checking storage, children and scheduling, not readiness")
 		p = waitPipeline(t, name, "StorageReady=True and every step's Deployment", func(p *pipelinev1beta1.Pipeline) bool {
 			return pipelineCondition(p, pipelinev1beta1.ConditionStorageReady, metav1.ConditionTrue, "") &&
 				!strings.Contains(conditionMessage(p, pipelinev1beta1.ConditionStepsReady), "does not exist")
@@ -241,19 +262,49 @@ func checkPipelineConverges(t *testing.T, name string) *pipelinev1beta1.Pipeline
 		} else {
 			controlledBy(t, svc, "Pipeline", p.UID)
 		}
-		if !cluster.FakeNodes {
+		nodes := append([]string{}, step.Locations...)
+		if step.Location != "" {
+			nodes = append(nodes, step.Location)
+		}
+		if !samplesMountable() {
+			checkPodsScheduled(t, ns, d.Spec.Selector, ptr.Deref(step.Replicas, 1), nodes)
 			continue
 		}
 		if st.ReadyReplicas != st.Replicas || st.Replicas != ptr.Deref(step.Replicas, 1) {
 			t.Errorf("step %s: %d/%d ready, want %d", step.Model, st.ReadyReplicas, st.Replicas, ptr.Deref(step.Replicas, 1))
 		}
-		nodes := append([]string{}, step.Locations...)
-		if step.Location != "" {
-			nodes = append(nodes, step.Location)
-		}
 		checkPodsReady(t, ns, d.Spec.Selector, ptr.Deref(step.Replicas, 1), nodes)
 	}
 	return p
+}
+
+// checkPodsScheduled waits until want pods match selector, each bound by
+// the scheduler to one of nodes (the step's pinning), and logs how far they
+// got: without the samples' NFS server they wait on their volume.
+func checkPodsScheduled(t *testing.T, ns string, selector *metav1.LabelSelector, want int32, nodes []string) {
+	t.Helper()
+	sel, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods []corev1.Pod
+	eventually(t, convergeTimeout, fmt.Sprintf("%d pods of %s scheduled on %v", want, sel, nodes), func(ctx context.Context) (bool, error) {
+		list, err := cluster.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+		if err != nil {
+			return false, err
+		}
+		pods = list.Items
+		var placed []string
+		for _, p := range pods {
+			if p.DeletionTimestamp == nil && slices.Contains(nodes, p.Spec.NodeName) {
+				placed = append(placed, p.Name+"@"+p.Spec.NodeName)
+			}
+		}
+		return int32(len(placed)) == want, fmt.Errorf("%d pods, on the pinned nodes: %v", len(pods), placed)
+	})
+	for _, p := range pods {
+		t.Logf("pod %s on %s: %s", p.Name, p.Spec.NodeName, p.Status.Phase)
+	}
 }
 
 // pipelineNamespace is where the Pipeline's children live.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -157,11 +158,22 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 	}
 }
 
-// newApp is an App with one replica of a fake image.
+// workloadImage is the image of the suite's Apps and Pipeline steps:
+// $E2E_WORKLOAD_IMAGE, an image the cluster's nodes have (make e2e-kind
+// loads test/e2e/images/web), else nginx with a tag the kubelet does not
+// re-pull (kwok nodes pull nothing).
+func workloadImage() string {
+	if img := os.Getenv("E2E_WORKLOAD_IMAGE"); img != "" {
+		return img
+	}
+	return "nginx:1.27"
+}
+
+// newApp is an App with replicas of the workload image.
 func newApp(name string, replicas int32, service bool) *appv1beta1.App {
 	return &appv1beta1.App{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       appv1beta1.AppSpec{Image: "nginx:1.27", Replicas: ptr.To(replicas), EnableService: service},
+		Spec:       appv1beta1.AppSpec{Image: workloadImage(), Replicas: ptr.To(replicas), EnableService: service},
 	}
 }
 

@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# make e2e-kind: the e2e suite against a kind cluster (1 control plane, 2
+# workers) running the manager's image with manifests/default.
+#
+#   1. a Docker engine (hack/kind/docker.sh: installs and starts one if it can);
+#   2. the node image: $KIND_NODE_IMAGE if set; else kind's published image
+#      for our Kubernetes version if it can be pulled; else one built here
+#      without a registry (hack/kind/build-node-image.sh, cached);
+#   3. at the same time, the manager's image (make docker-build), the
+#      stand-in for the samples' nginx (test/e2e/images/web) and one for the
+#      NFS CSI driver (test/e2e/images/nfs-stand-in);
+#   4. the cluster (bridge CNI by hack/kind/cni.sh on the offline image), the
+#      images loaded, manifests/default deployed, both replicas available;
+#   5. go test ./test/e2e with E2E_MANAGER=deployment;
+#   6. the cluster deleted, unless KEEP_CLUSTER=1 (an existing cluster of the
+#      same name is reused).
+# Stage times go to $E2E_ARTIFACTS/timings.txt, logs beside it.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+KUBE_VERSION=v1.36.3
+KIND_CLUSTER="${KIND_CLUSTER:-ndsl-e2e}"
+KIND_PUBLISHED_IMAGE="${KIND_PUBLISHED_IMAGE:-kindest/node:$KUBE_VERSION}"
+ARTIFACTS="$(mkdir -p "${E2E_ARTIFACTS:-_output/e2e-kind}" && cd "${E2E_ARTIFACTS:-_output/e2e-kind}" && pwd)"
+E2E_FLAGS="${E2E_FLAGS:--count=1 -timeout 20m -v}"
+VERSION="${VERSION:-v0.1.0-e2e}"
+IMG="${IMG:-controller-manager:e2e}"
+WEB_IMG=ndsl-e2e/web:v1
+NFS_IMG=ndsl-e2e/nfs-stand-in:v1
+CONTROLPLANE_BIN_DIR="${CONTROLPLANE_BIN_DIR:-$ROOT/hack/bin}"
+KUBECONFIG_FILE="$ARTIFACTS/kubeconfig"
+TIMINGS="$ARTIFACTS/timings.txt"
+export PATH="$CONTROLPLANE_BIN_DIR/kube-$KUBE_VERSION:$PATH"
+
+: >"$TIMINGS"
+begin_all=$SECONDS
+log() { echo "[$(date +%T)] e2e-kind: $*" >&2; }
+# stage NAME CMD...: runs and times one stage.
+stage() {
+  local name=$1 s=$SECONDS
+  shift
+  log "$name ..."
+  "$@"
+  printf '%-28s %5ds\n' "$name" $((SECONDS - s)) | tee -a "$TIMINGS" >&2
+}
+k() { kubectl --kubeconfig "$KUBECONFIG_FILE" "$@"; }
+
+finish() {
+  local rc=$?
+  delete_cluster
+  printf '%-28s %5ds  (exit %d)\n' "total" $((SECONDS - begin_all)) $rc >>"$TIMINGS"
+  log "timings ($TIMINGS):"
+  cat "$TIMINGS" >&2
+}
+
+delete_cluster() {
+  [[ -n ${KIND:-} ]] || return 0
+  if [[ ${KEEP_CLUSTER:-} == 1 ]]; then
+    log "keeping cluster $KIND_CLUSTER (KUBECONFIG=$KUBECONFIG_FILE); delete it with: $KIND delete cluster --name $KIND_CLUSTER"
+    return
+  fi
+  local s=$SECONDS
+  "$KIND" delete cluster --name "$KIND_CLUSTER" >&2 || true
+  printf '%-28s %5ds\n' "cluster delete" $((SECONDS - s)) >>"$TIMINGS"
+}
+
+trap finish EXIT
+
+# --- 1. Docker, and the kind CLI ------------------------------------------
+shim=$(hack/kind/docker.sh)
+[[ -z $shim ]] || export PATH="$shim:$PATH"
+KIND=$(hack/kind/build-node-image.sh kind)
+
+# --- 2 and 3: node image beside the workload images ------------------------
+node_image() {
+  if [[ -n ${KIND_NODE_IMAGE:-} ]]; then
+    docker image inspect "$KIND_NODE_IMAGE" >/dev/null 2>&1 || docker pull "$KIND_NODE_IMAGE"
+    echo "$KIND_NODE_IMAGE" >"$ARTIFACTS/node-image"
+  elif timeout 600 docker pull "$KIND_PUBLISHED_IMAGE" >/dev/null 2>&1; then
+    echo "$KIND_PUBLISHED_IMAGE" >"$ARTIFACTS/node-image"
+  else
+    log "cannot pull $KIND_PUBLISHED_IMAGE: building the node image here (log: $ARTIFACTS/node-image.log)"
+    hack/kind/build-node-image.sh all 2>"$ARTIFACTS/node-image.log" >"$ARTIFACTS/node-image" ||
+      { tail -30 "$ARTIFACTS/node-image.log" >&2; return 1; }
+  fi
+}
+
+# scratch_image TAG DIR: a one-binary image of the Go command in DIR (its
+# own module or this one's).
+scratch_image() {
+  local ctx
+  ctx=$(mktemp -d)
+  (cd "$2" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$ctx/cmd" .)
+  printf 'FROM scratch\nCOPY cmd /cmd\nENTRYPOINT ["/cmd"]\n' >"$ctx/Dockerfile"
+  docker build -q -t "$1" "$ctx" >/dev/null 2>&1
+  rm -rf "$ctx"
+}
+
+workload_images() {
+  hack/image/build.sh "$IMG" "${LDFLAGS:--s -w}"
+  scratch_image "$WEB_IMG" test/e2e/images/web
+  scratch_image "$NFS_IMG" test/e2e/images/nfs-stand-in
+}
+
+images() {
+  local s=$SECONDS w
+  workload_images >"$ARTIFACTS/image-build.log" 2>&1 &
+  w=$!
+  node_image || {
+    wait $w || true
+    return 1
+  }
+  printf '%-28s %5ds  %s\n' "  node image" $((SECONDS - s)) "$(cat "$ARTIFACTS/node-image")" >>"$TIMINGS"
+  wait $w || {
+    tail -30 "$ARTIFACTS/image-build.log" >&2
+    return 1
+  }
+  grep -h "image/build.sh: built" "$ARTIFACTS/image-build.log" | sed 's/^/  /' >>"$TIMINGS" || true
+}
+stage "images (node, manager, web)" images
+NODE_IMAGE=$(cat "$ARTIFACTS/node-image")
+
+# --- 4. cluster -------------------------------------------------------------
+offline=false
+etcd_tag=$(docker image inspect "$NODE_IMAGE" --format '{{index .Config.Labels "io.ndsl.kind.etcd-image-tag"}}')
+[[ -z $etcd_tag ]] || offline=true
+
+kind_config() {
+  cat <<EOF
+kind: Cluster
+apiVersion: kind.x-k8s.io/v1alpha4
+nodes:
+  - role: control-plane
+  - role: worker
+  - role: worker
+networking:
+  # The offline node image has no kindnetd: hack/kind/cni.sh instead.
+  disableDefaultCNI: $offline
+kubeadmConfigPatches:
+  # Kubernetes 1.35+ kubelets refuse cgroup v1 hosts unless told otherwise.
+  - |
+    kind: KubeletConfiguration
+    failCgroupV1: false
+EOF
+  if $offline; then
+    cat <<EOF
+  # The offline node image carries the control plane's etcd under this tag.
+  - |
+    kind: ClusterConfiguration
+    etcd:
+      local:
+        imageTag: $etcd_tag
+EOF
+  fi
+}
+
+create_cluster() {
+  if "$KIND" get clusters 2>/dev/null | grep -qx "$KIND_CLUSTER"; then
+    log "reusing the existing cluster $KIND_CLUSTER"
+    "$KIND" get kubeconfig --name "$KIND_CLUSTER" >"$KUBECONFIG_FILE"
+    return
+  fi
+  kind_config >"$ARTIFACTS/kind.yaml"
+  local wait=()
+  $offline || wait=(--wait 5m)
+  # Without a CNI the nodes stay NotReady until cni.sh: no --wait offline.
+  "$KIND" create cluster --name "$KIND_CLUSTER" --image "$NODE_IMAGE" --config "$ARTIFACTS/kind.yaml" \
+    --kubeconfig "$KUBECONFIG_FILE" "${wait[@]}"
+  if $offline; then
+    hack/kind/cni.sh "$KUBECONFIG_FILE"
+  fi
+  k wait --for=condition=Ready node --all --timeout=3m
+  k -n kube-system rollout status deployment/coredns --timeout=3m
+}
+
+stage "cluster create" create_cluster
+
+deploy() {
+  "$KIND" load docker-image "$IMG" "$WEB_IMG" "$NFS_IMG" --name "$KIND_CLUSTER"
+  # kind has no NFS server: the Pipeline samples' volumes get node-local
+  # directories from a stand-in for the NFS CSI driver.
+  k apply -f test/e2e/images/nfs-stand-in/deploy.yaml
+  k -n kube-system rollout status daemonset/nfs-stand-in --timeout=3m
+  KUBECONFIG="$KUBECONFIG_FILE" make --no-print-directory deploy IMG="$IMG"
+  k -n ndsl-system rollout status deployment/controller-manager --timeout=3m
+}
+stage "load images and deploy" deploy
+
+# --- 5. the suite -----------------------------------------------------------
+collect() {
+  k -n ndsl-system get pods -o wide >"$ARTIFACTS/manager-pods.txt" 2>&1 || true
+  for p in $(k -n ndsl-system get pods -o name 2>/dev/null); do
+    k -n ndsl-system logs "$p" --all-containers >"$ARTIFACTS/${p#pod/}.log" 2>&1 || true
+    k -n ndsl-system logs "$p" --all-containers --previous >"$ARTIFACTS/${p#pod/}.previous.log" 2>/dev/null || true
+  done
+  k get events -A --sort-by=.lastTimestamp >"$ARTIFACTS/events.txt" 2>&1 || true
+}
+
+suite() {
+  local rc=0
+  # shellcheck disable=SC2086 # E2E_FLAGS are flags, one per word
+  KUBECONFIG="$KUBECONFIG_FILE" E2E_USE_EXISTING_CLUSTER=true E2E_MANAGER=deployment \
+    E2E_ARTIFACTS="$ARTIFACTS" E2E_WORKLOAD_IMAGE="$WEB_IMG" E2E_NFS_STAND_IN=true \
+    go test $E2E_FLAGS ./test/e2e 2>&1 | tee "$ARTIFACTS/suite.log" || rc=$?
+  collect
+  return $rc
+}
+stage "suite" suite

@@ -1,0 +1,82 @@
+// Command web is the e2e suite's stand-in for the samples' nginx on a
+// cluster that cannot pull images (make e2e-kind loads it into kind).
+//
+//	web                      serve every path with the host name on port 80
+//	                         (an App's default), 8080 and $LISTEN_PORT (a
+//	                         Pipeline step's); arguments are ignored, as a
+//	                         Pipeline passes a step's args to its image
+//	web get URL [TOKENFILE]  GET URL once (HTTPS unverified: the manager's
+//	                         certificate is self-signed), with the token in
+//	                         TOKENFILE as bearer if given; print "status N"
+package main
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	if len(os.Args) >= 3 && os.Args[1] == "get" {
+		os.Exit(get(os.Args[2], os.Args[3:]))
+	}
+	serve()
+}
+
+func serve() {
+	host, _ := os.Hostname()
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s\n", host, r.URL.Path)
+	})
+	ports := []string{"80", "8080"}
+	if p := os.Getenv("LISTEN_PORT"); p != "" {
+		if _, err := strconv.ParseUint(p, 10, 16); err != nil {
+			log.Fatalf("LISTEN_PORT=%q: %v", p, err)
+		}
+		ports = append(ports, p)
+	}
+	errs := make(chan error)
+	seen := map[string]bool{}
+	for _, p := range ports {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		go func() { errs <- http.ListenAndServe(":"+p, handler) }()
+	}
+	log.Printf("web: serving on ports %v", ports)
+	log.Fatal(<-errs)
+}
+
+func get(url string, tokenFile []string) int {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	if len(tokenFile) > 0 {
+		token, err := os.ReadFile(tokenFile[0])
+		if err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	}
+	client := &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // self-signed test endpoint
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	defer resp.Body.Close()
+	fmt.Println("status", resp.StatusCode)
+	return 0
+}
