@@ -30,12 +30,10 @@ var (
 // was observed. It reads from the listers and writes only what differs: a
 // reconcile of a converged App makes no request at all.
 func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.Result, error) {
-	logger := klog.FromContext(ctx)
 	// The events of the last reconcile's own writes requeue the App; acting
 	// before the caches hold those writes would write them a second time.
-	if wait := c.consistency.Wait(ctx, key); wait > 0 {
-		logger.V(4).Info("Waiting for the informers to observe the last writes")
-		return controller.Result{RequeueAfter: wait}, nil
+	if err := c.consistency.Check(ctx, key); err != nil {
+		return controller.Result{}, err
 	}
 
 	app, err := c.apps.Apps(key.Namespace).Get(key.Name)

@@ -29,9 +29,8 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	logger := klog.FromContext(ctx)
 	// Acting before the caches hold the last reconcile's writes would write
 	// them a second time.
-	if wait := c.consistency.Wait(ctx, key); wait > 0 {
-		logger.V(4).Info("Waiting for the informers to observe the last writes")
-		return controller.Result{RequeueAfter: wait}, nil
+	if err := c.consistency.Check(ctx, key); err != nil {
+		return controller.Result{}, err
 	}
 	p, err := c.pipelines.Get(key.Name)
 	if apierrors.IsNotFound(err) {

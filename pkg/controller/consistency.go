@@ -18,11 +18,6 @@ import (
 // them within milliseconds; the bound only matters when one never is.
 const DefaultConsistencyTimeout = 30 * time.Second
 
-// consistencyRecheck caps the wait Wait asks for: a write's own watch event
-// usually requeues the owner sooner, but not when the controller filters
-// that event out (a status write, say).
-const consistencyRecheck = time.Second
-
 // ConsistencyStore remembers, per owner, the writes a controller made for it
 // until the controller's informers have observed them, so that a reconcile
 // does not act on a cache older than its own previous writes: it would
@@ -55,7 +50,7 @@ type ownerWrites struct {
 
 // NewConsistencyStore returns a store that checks writes of each resource
 // against the informer store given for it (an informer's GetStore());
-// writes of other resources are not waited for. Wait stops holding an owner
+// writes of other resources are not waited for. Check stops holding an owner
 // back once its last write is older than timeout.
 func NewConsistencyStore(stores map[schema.GroupResource]cache.Store, timeout time.Duration) *ConsistencyStore {
 	return &ConsistencyStore{stores: stores, timeout: timeout, now: time.Now, owners: map[Key]*ownerWrites{}}
@@ -88,28 +83,30 @@ func (s *ConsistencyStore) Deleted(owner metav1.Object, resource schema.GroupRes
 	w.deletes[resource][cache.MetaObjectToName(deleted).String()] = deleted.GetUID()
 }
 
-// Wait returns how long the reconcile of owner should wait before acting
-// on the cache: zero once the informers have observed owner's recorded
-// writes, or once the last of them is older than the timeout; otherwise
-// the time left, but at most a second, after which it is worth asking again.
-func (s *ConsistencyStore) Wait(ctx context.Context, owner Key) time.Duration {
+// Check returns nil once the informers have observed owner's recorded
+// writes, or once the last of them is older than the timeout; until then a
+// *NotObservedError, which the worker retries with the key's backoff kept
+// (as kube-controller-manager's EnsureReady does), so that a reconcile that
+// writes and fails again and again still backs off and reaches its retry
+// bound.
+func (s *ConsistencyStore) Check(ctx context.Context, owner Key) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := s.owners[owner]
 	if w == nil {
-		return 0
+		return nil
 	}
 	if s.observed(w) {
 		delete(s.owners, owner)
-		return 0
+		return nil
 	}
-	left := s.timeout - s.now().Sub(w.lastWrite)
-	if left <= 0 {
+	waited := s.now().Sub(w.lastWrite)
+	if waited >= s.timeout {
 		klog.FromContext(ctx).V(2).Info("Informers have not observed the last writes in time; acting on the cache as it is", "timeout", s.timeout)
 		delete(s.owners, owner)
-		return 0
+		return nil
 	}
-	return min(left, consistencyRecheck)
+	return &NotObservedError{Owner: owner, For: waited}
 }
 
 // Clear forgets owner's writes, once the owner is gone: those of the owner

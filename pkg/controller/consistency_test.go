@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -47,42 +48,42 @@ func TestConsistencyStoreWrites(t *testing.T) {
 	s, services, _ := newTestConsistencyStore(t)
 	owner := ownerWithUID("owner-uid")
 
-	if d := s.Wait(ctx, web); d != 0 {
-		t.Fatalf("an owner without writes waits %s", d)
+	if d := s.Check(ctx, web); d != nil {
+		t.Fatalf("an owner without writes waits: %v", d)
 	}
 	// A create at resourceVersion 12 is observed once the store reaches 12,
 	// whichever object brought it there.
 	s.Wrote(owner, servicesResource, serviceAt("web", "u1", "12"))
-	if d := s.Wait(ctx, web); d != consistencyRecheck {
-		t.Fatalf("unobserved write: wait = %s, want %s", d, consistencyRecheck)
+	if d := s.Check(ctx, web); !IsTransient(d) {
+		t.Fatalf("unobserved write: Check = %v, want a transient NotObservedError", d)
 	}
 	_ = services.Add(serviceAt("web", "u1", "11"))
-	if s.Wait(ctx, web) == 0 {
+	if s.Check(ctx, web) == nil {
 		t.Fatal("store at 11 counted as having observed a write at 12")
 	}
 	_ = services.Update(serviceAt("other", "u0", "12"))
-	if d := s.Wait(ctx, web); d != 0 {
-		t.Fatalf("store at 12: wait = %s, want 0", d)
+	if d := s.Check(ctx, web); d != nil {
+		t.Fatalf("store at 12: Check = %v, want 0", d)
 	}
 
 	// An older write recorded after a newer one does not lower the bar.
 	s.Wrote(owner, servicesResource, serviceAt("web", "u1", "20"))
 	s.Wrote(owner, servicesResource, serviceAt("other", "u0", "15"))
 	_ = services.Update(serviceAt("other", "u0", "15"))
-	if s.Wait(ctx, web) == 0 {
+	if s.Check(ctx, web) == nil {
 		t.Fatal("store at 15 counted as having observed a write at 20")
 	}
 	_ = services.Update(serviceAt("web", "u1", "20"))
-	if d := s.Wait(ctx, web); d != 0 {
-		t.Fatalf("store at 20: wait = %s, want 0", d)
+	if d := s.Check(ctx, web); d != nil {
+		t.Fatalf("store at 20: Check = %v, want 0", d)
 	}
 
 	// Writes of resources without a store, or with resource versions that
 	// cannot be compared, hold nobody back.
 	s.Wrote(owner, schema.GroupResource{Group: "apps", Resource: "deployments"}, serviceAt("web", "u1", "99"))
 	s.Wrote(owner, servicesResource, serviceAt("web", "u1", "not-a-number"))
-	if d := s.Wait(ctx, web); d != 0 {
-		t.Fatalf("untracked or incomparable writes: wait = %s, want 0", d)
+	if d := s.Check(ctx, web); d != nil {
+		t.Fatalf("untracked or incomparable writes: Check = %v, want 0", d)
 	}
 }
 
@@ -94,13 +95,13 @@ func TestConsistencyStoreDeletes(t *testing.T) {
 
 	// A delete is observed once the store no longer holds that object.
 	s.Deleted(owner, servicesResource, serviceAt("web", "u1", "11"))
-	if s.Wait(ctx, web) == 0 {
+	if s.Check(ctx, web) == nil {
 		t.Fatal("delete counted as observed while the store still holds the object")
 	}
 	_ = services.Delete(serviceAt("web", "u1", "13"))
 	_ = services.Add(serviceAt("web", "u2", "14")) // a new object of the same name is another object
-	if d := s.Wait(ctx, web); d != 0 {
-		t.Fatalf("deleted object gone from the store: wait = %s, want 0", d)
+	if d := s.Check(ctx, web); d != nil {
+		t.Fatalf("deleted object gone from the store: Check = %v, want 0", d)
 	}
 
 	// A finalizer keeps the object, marked for deletion: the store has
@@ -110,8 +111,8 @@ func TestConsistencyStoreDeletes(t *testing.T) {
 	terminating.DeletionTimestamp = &metav1.Time{Time: time.Unix(1000, 0)}
 	terminating.Finalizers = []string{"example.com/cleanup"}
 	_ = services.Update(terminating)
-	if d := s.Wait(ctx, web); d != 0 {
-		t.Fatalf("deleted object terminating in the store: wait = %s, want 0", d)
+	if d := s.Check(ctx, web); d != nil {
+		t.Fatalf("deleted object terminating in the store: Check = %v, want 0", d)
 	}
 }
 
@@ -126,12 +127,13 @@ func TestConsistencyStoreTimeout(t *testing.T) {
 	*now = now.Add(40 * time.Second)
 	s.Wrote(owner, servicesResource, serviceAt("web", "u1", "98"))
 	*now = now.Add(59*time.Second + 500*time.Millisecond)
-	if d := s.Wait(ctx, web); d != 500*time.Millisecond {
-		t.Fatalf("wait = %s, want the 500ms left", d)
+	var notObserved *NotObservedError
+	if d := s.Check(ctx, web); !errors.As(d, &notObserved) || notObserved.For != 59*time.Second+500*time.Millisecond {
+		t.Fatalf("Check = %v, want not observed for 59.5s", d)
 	}
 	*now = now.Add(time.Second)
-	if d := s.Wait(ctx, web); d != 0 {
-		t.Fatalf("expired writes: wait = %s, want 0", d)
+	if d := s.Check(ctx, web); d != nil {
+		t.Fatalf("expired writes: Check = %v, want 0", d)
 	}
 	if len(s.owners) != 0 {
 		t.Errorf("expired writes kept: %v", s.owners)
@@ -145,24 +147,24 @@ func TestConsistencyStoreOwnerRecreated(t *testing.T) {
 	// A new owner of the same name does not inherit the old one's writes.
 	s.Wrote(ownerWithUID("old-uid"), servicesResource, serviceAt("web", "u1", "99"))
 	s.Wrote(ownerWithUID("new-uid"), servicesResource, serviceAt("web", "u2", "5"))
-	if d := s.Wait(ctx, web); d != 0 {
-		t.Fatalf("new owner waits for its predecessor's write: %s", d)
+	if d := s.Check(ctx, web); d != nil {
+		t.Fatalf("new owner waits for its predecessor's write: %v", d)
 	}
 
 	// Clear with another owner's UID keeps the writes; with the owner's UID,
 	// or none, it drops them.
 	s.Wrote(ownerWithUID("new-uid"), servicesResource, serviceAt("web", "u2", "99"))
 	s.Clear(web, "old-uid")
-	if s.Wait(ctx, web) == 0 {
+	if s.Check(ctx, web) == nil {
 		t.Fatal("clearing the old owner dropped the new owner's writes")
 	}
 	s.Clear(web, "new-uid")
-	if d := s.Wait(ctx, web); d != 0 {
-		t.Fatalf("cleared owner still waits %s", d)
+	if d := s.Check(ctx, web); d != nil {
+		t.Fatalf("cleared owner still waits: %v", d)
 	}
 	s.Wrote(ownerWithUID("new-uid"), servicesResource, serviceAt("web", "u2", "99"))
 	s.Clear(web, "")
-	if d := s.Wait(ctx, web); d != 0 {
-		t.Fatalf("cleared owner still waits %s", d)
+	if d := s.Check(ctx, web); d != nil {
+		t.Fatalf("cleared owner still waits: %v", d)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/klog/v2"
 )
 
@@ -49,9 +50,13 @@ type Worker struct {
 	OnGiveUp GiveUpFunc
 }
 
-// Run starts workers goroutines and blocks until ctx is done. Then it stops
-// handing out keys, lets reconciles in flight finish (their context is not
-// cancelled by ctx, only bounded by Timeout) and returns once they have.
+// Run starts workers goroutines and blocks until they have stopped.
+//
+// Cancelling ctx stops everything at once: the reconciles in flight run on
+// contexts derived from ctx, so they are cancelled with it (the Lease is
+// lost: nothing more may be written). When ctx carries a graceful stop
+// signal (WithGracefulStop), closing it makes the workers stop taking keys
+// while the reconciles in flight finish on ctx; Run returns once they have.
 func (w *Worker) Run(ctx context.Context, workers int) {
 	RegisterMetrics()
 	initMetrics(w.Name)
@@ -66,8 +71,12 @@ func (w *Worker) Run(ctx context.Context, workers int) {
 			}
 		})
 	}
-	<-ctx.Done()
-	logger.Info("Stopping workers, waiting for reconciles in flight")
+	select {
+	case <-ctx.Done():
+		logger.Info("Stopping workers now, cancelling reconciles in flight")
+	case <-gracefulStop(ctx):
+		logger.Info("Stopping workers, waiting for reconciles in flight")
+	}
 	w.Queue.ShutDown()
 	wg.Wait()
 	logger.Info("All workers stopped")
@@ -80,13 +89,13 @@ func (w *Worker) processNextItem(ctx context.Context) bool {
 		return false
 	}
 	defer w.Queue.Done(key)
-	if ctx.Err() != nil {
-		// Shutting down: leave queued work to whoever leads next.
+	if w.stopping(ctx) {
+		// Leave queued work to whoever leads next.
 		return false
 	}
 
 	logger := klog.FromContext(ctx).WithValues("key", key.String())
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout())
+	rctx, cancel := context.WithTimeout(ctx, w.timeout())
 	defer cancel()
 	rctx = klog.NewContext(rctx, logger)
 
@@ -101,6 +110,12 @@ func (w *Worker) processNextItem(ctx context.Context) bool {
 		reconcileTotal.WithLabelValues(w.Name, resultPanic).Inc()
 		reconcilePanics.WithLabelValues(w.Name).Inc()
 		reconcileErrors.WithLabelValues(w.Name).Inc()
+		w.retry(rctx, key, err)
+	case IsTransient(err):
+		// Keeps the rate limiter's history, unlike a RequeueAfter: a key
+		// that fails, then waits, then fails again still backs off and
+		// still reaches MaxRetries.
+		reconcileTotal.WithLabelValues(w.Name, resultRequeue).Inc()
 		w.retry(rctx, key, err)
 	case err != nil:
 		reconcileTotal.WithLabelValues(w.Name, resultError).Inc()
@@ -136,7 +151,13 @@ func (w *Worker) retry(ctx context.Context, key Key, err error) {
 	logger := klog.FromContext(ctx)
 	retries := w.Queue.NumRequeues(key)
 	if retries < w.maxRetries() {
-		logger.V(2).Info("Reconcile failed, will retry", "err", err, "retries", retries)
+		if IsTransient(err) {
+			logger.V(2).Info("Requeueing", "reason", err.Error(), "retries", retries)
+		} else {
+			// Every failure is visible at the default level, rate-limited
+			// by client-go's error handler.
+			utilruntime.HandleErrorWithContext(ctx, err, "Reconcile failed, will retry", "retries", retries)
+		}
 		w.Queue.AddRateLimited(key)
 		return
 	}
@@ -145,6 +166,19 @@ func (w *Worker) retry(ctx context.Context, key Key, err error) {
 	w.Queue.Forget(key)
 	if w.OnGiveUp != nil {
 		w.OnGiveUp(ctx, key, err)
+	}
+}
+
+// stopping reports whether the worker must take no more keys: ctx is done
+// or a graceful stop has begun.
+func (w *Worker) stopping(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	case <-gracefulStop(ctx):
+		return true
+	default:
+		return false
 	}
 }
 

@@ -168,7 +168,7 @@ func TestWorkerRequeueAfter(t *testing.T) {
 	}
 }
 
-func TestWorkerShutdownFinishesInFlightAndTakesNoNewWork(t *testing.T) {
+func TestWorkerGracefulStopFinishesInFlightAndTakesNoNewWork(t *testing.T) {
 	q := fastQueue()
 	started := make(chan struct{})
 	release := make(chan struct{})
@@ -182,19 +182,21 @@ func TestWorkerShutdownFinishesInFlightAndTakesNoNewWork(t *testing.T) {
 		close(started)
 		<-release
 		if ctx.Err() != nil {
-			t.Errorf("in-flight reconcile's context was cancelled by shutdown")
+			t.Errorf("in-flight reconcile's context was cancelled by a graceful stop")
 		}
 		finished.Add(1)
 		return Result{}, nil
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	drain := make(chan struct{})
 	done := make(chan struct{})
-	go func() { w.Run(ctx, 1); close(done) }()
+	go func() { w.Run(WithGracefulStop(ctx, drain), 1); close(done) }()
 	q.Add(slow)
 	<-started
 	q.Add(Key{Name: "queued-1"})
 	q.Add(Key{Name: "queued-2"})
-	cancel()
+	close(drain)
 	select {
 	case <-done:
 		t.Fatal("Run returned while a reconcile was in flight")
@@ -207,5 +209,71 @@ func TestWorkerShutdownFinishesInFlightAndTakesNoNewWork(t *testing.T) {
 	}
 	if n := others.Load(); n != 0 {
 		t.Errorf("%d queued keys were reconciled after shutdown began", n)
+	}
+}
+
+// Cancelling the context (the Lease is lost) must cancel the reconciles in
+// flight at once, not let them go on writing until a timeout.
+func TestWorkerCancelAbortsReconcilesInFlight(t *testing.T) {
+	q := fastQueue()
+	started := make(chan struct{})
+	var others atomic.Int32
+	slow := Key{Name: "slow"}
+	w := &Worker{Name: "test-cancel", Queue: q, Reconcile: func(ctx context.Context, k Key) (Result, error) {
+		if k != slow {
+			others.Add(1)
+			return Result{}, nil
+		}
+		close(started)
+		<-ctx.Done() // a reconcile blocked in a request
+		return Result{}, ctx.Err()
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx, 1); close(done) }()
+	q.Add(slow)
+	<-started
+	q.Add(Key{Name: "queued"})
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after its context was cancelled: the reconcile in flight was not cancelled")
+	}
+	if n := others.Load(); n != 0 {
+		t.Errorf("%d queued keys were reconciled after the cancel", n)
+	}
+}
+
+// A reconcile that writes, fails, is held back by the consistency store and
+// fails again must still back off and reach MaxRetries: waiting for the
+// informers must not reset the key's failure count.
+func TestWorkerConsistencyWaitKeepsBackoff(t *testing.T) {
+	store, _, _ := newTestConsistencyStore(t)
+	q := fastQueue()
+	key := Key{Namespace: "shop", Name: "web"}
+	owner := ownerWithUID("owner-uid")
+	var attempts atomic.Int32
+	gaveUp := make(chan struct{})
+	w := &Worker{Name: "test-wait-backoff", Queue: q, MaxRetries: 5,
+		Reconcile: func(ctx context.Context, k Key) (Result, error) {
+			if err := store.Check(ctx, k); err != nil {
+				store.Clear(k, "") // the informers catch up meanwhile
+				return Result{}, err
+			}
+			attempts.Add(1)
+			// A write the informers have not observed yet, then a failure.
+			store.Wrote(owner, servicesResource, serviceAt("web", "u1", "100"))
+			return Result{}, errors.New("quota exceeded")
+		},
+		OnGiveUp: func(context.Context, Key, error) { close(gaveUp) },
+	}
+	stop := runWorker(t, w)
+	defer stop()
+	q.Add(key)
+	select {
+	case <-gaveUp:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("key never given up after %d failed attempts: consistency waits reset its backoff", attempts.Load())
 	}
 }

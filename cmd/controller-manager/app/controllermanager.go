@@ -27,15 +27,18 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/pkg/controller"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	crdscheme "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/scheme"
 	crdinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions"
+	"github.com/ndsl/controller-manager/pkg/leaseguard"
 )
 
 // Manager is a configured controller manager, ready to Run.
@@ -48,10 +51,21 @@ type Manager struct {
 	// electionHealth fails /healthz when this instance leads but has not
 	// renewed its lease in time; nil without leader election.
 	electionHealth *leaderelection.HealthzAdaptor
+	// guard makes the controllers' clients refuse writes without a fresh
+	// Lease; nil without leader election.
+	guard *leaseguard.Guard
+	// wrapLock, when set, wraps the leader election lock (tests).
+	wrapLock func(resourcelock.Interface) resourcelock.Interface
 }
 
 // Option adjusts a Manager; tests use them.
 type Option func(*Manager)
+
+// WithLeaseLock wraps the leader election lock; tests use it to stall or
+// fail the Lease's renewals.
+func WithLeaseLock(wrap func(resourcelock.Interface) resourcelock.Interface) Option {
+	return func(m *Manager) { m.wrapLock = wrap }
+}
 
 // WithRESTConfig replaces the client config the flags describe.
 func WithRESTConfig(cfg *rest.Config) Option {
@@ -124,15 +138,23 @@ func (m *Manager) Run(ctx context.Context) error {
 
 	if !m.opts.LeaderElection.LeaderElect {
 		m.status.leading.Store(true)
-		return m.runControllers(ctx)
+		// No Lease to lose: a shutdown drains, then cancels what is left.
+		runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		return m.runControllers(runCtx, ctx.Done())
 	}
 	return m.runWithLeaderElection(ctx)
 }
 
 // runControllers builds every enabled controller, starts the shared
-// informers, runs the controllers and, once ctx is done, waits at most
-// --shutdown-timeout for their reconciles in flight.
-func (m *Manager) runControllers(ctx context.Context) error {
+// informers and runs the controllers until ctx is done or drain is closed.
+//
+// ctx done means the Lease is gone: the reconciles in flight are cancelled
+// with it and runControllers returns as soon as the workers have, within
+// leaseLostGrace. drain closed means a graceful shutdown: the workers stop
+// taking keys and the reconciles in flight get up to --shutdown-timeout to
+// finish; the caller cancels ctx afterwards, which ends any still running.
+func (m *Manager) runControllers(ctx context.Context, drain <-chan struct{}) error {
 	logger := klog.FromContext(ctx)
 	cc, factories, err := m.controllerContext()
 	if err != nil {
@@ -178,22 +200,28 @@ func (m *Manager) runControllers(ctx context.Context) error {
 		}
 	}()
 
+	runCtx := controller.WithGracefulStop(ctx, drain)
 	var wg sync.WaitGroup
 	for _, c := range controllers {
 		wg.Go(func() {
-			c.Run(klog.NewContext(ctx, klog.LoggerWithName(logger, c.Name())))
+			c.Run(klog.NewContext(runCtx, klog.LoggerWithName(logger, c.Name())))
 		})
 	}
 	m.status.setControllers(controllers)
-	<-ctx.Done()
+	wait := m.opts.Generic.ShutdownTimeout
+	select {
+	case <-ctx.Done():
+		wait = leaseLostGrace
+	case <-drain:
+	}
 
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
 		logger.Info("All controllers stopped")
-	case <-time.After(m.opts.Generic.ShutdownTimeout):
-		logger.Info("Controllers did not stop within --shutdown-timeout, going on", "timeout", m.opts.Generic.ShutdownTimeout)
+	case <-time.After(wait):
+		logger.Info("Controllers did not stop in time, cancelling what is left", "waited", wait)
 	}
 	m.status.setControllers(nil)
 	return nil
@@ -210,6 +238,9 @@ type factory struct {
 // per kind of client that every controller shares.
 func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
 	cc := ControllerContext{KubeConfig: m.config, Options: m.opts}
+	if m.guard != nil {
+		cc.wrapTransport = m.guard.WrapTransport
+	}
 	resync := resyncPeriod(m.opts.Generic.MinResyncPeriod)
 
 	kubeClient, err := kubernetes.NewForConfig(cc.ClientConfig("shared-informers"))

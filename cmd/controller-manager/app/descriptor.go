@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -51,12 +52,19 @@ type ControllerContext struct {
 	Options *options.Options
 
 	recorders func(component string) record.EventRecorder
+	// wrapTransport, when set, wraps every client's transport: the lease
+	// guard, which refuses writes without a fresh Lease.
+	wrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // ClientConfig returns a copy of the client config whose user agent names the
 // controller, so the API server's audit log and metrics tell controllers apart.
 func (c ControllerContext) ClientConfig(controller string) *rest.Config {
-	return rest.AddUserAgent(rest.CopyConfig(c.KubeConfig), "controller-manager/"+controller)
+	cfg := rest.AddUserAgent(rest.CopyConfig(c.KubeConfig), "controller-manager/"+controller)
+	if c.wrapTransport != nil {
+		cfg.Wrap(c.wrapTransport)
+	}
+	return cfg
 }
 
 // KubeClient returns a clientset for the named controller.

@@ -16,11 +16,17 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+
+	"github.com/ndsl/controller-manager/pkg/leaseguard"
 )
 
 // leaderHealthTolerance is how long past its lease expiry a leader that
 // failed to renew still reports healthy, as in kube-controller-manager.
 const leaderHealthTolerance = 20 * time.Second
+
+// leaseLostGrace bounds how long a manager that lost its Lease waits for
+// its cancelled workers before returning.
+const leaseLostGrace = 2 * time.Second
 
 // inClusterNamespaceFile holds the pod's namespace when running in a cluster.
 const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -56,6 +62,13 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating the leader election lock: %w", err)
 	}
+	// The controllers' clients refuse to write unless this Lease was renewed
+	// within the renew deadline (see pkg/leaseguard).
+	if m.wrapLock != nil {
+		lock = m.wrapLock(lock)
+	}
+	m.guard = leaseguard.New(le.ResourceName, le.RenewDeadline.Duration)
+	lock = m.guard.Lock(lock)
 
 	// The election runs on its own context so that the Lease is released
 	// only after the controllers have stopped, not as soon as ctx is done.
@@ -89,17 +102,18 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 				started.Store(true)
 				m.status.leading.Store(true)
 				logger.Info("Started leading")
-				// Stop on shutdown or on losing the lease, whichever comes first.
+				// leadingCtx dies with the Lease: every reconcile in flight
+				// is cancelled at once. A shutdown (ctx done) only drains;
+				// the Lease is released after that.
 				runCtx, cancel := context.WithCancel(leadingCtx)
 				defer cancel()
-				stop := context.AfterFunc(ctx, cancel)
-				defer stop()
-				if err := m.runControllers(runCtx); err != nil {
+				if err := m.runControllers(runCtx, ctx.Done()); err != nil {
 					runErr = err
 					stopElection()
 				}
 			},
 			OnStoppedLeading: func() {
+				m.guard.Lost()
 				m.status.leading.Store(false)
 				if ctx.Err() == nil && started.Load() {
 					lost.Store(true)
@@ -117,17 +131,21 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 		return runErr
 	}
 	if lost.Load() {
-		// Give the controllers a bounded moment to notice; never keep
-		// reconciling without the lease.
-		if started.Load() {
-			select {
-			case <-controllersDone:
-			case <-time.After(m.opts.Generic.ShutdownTimeout):
-			}
+		// The reconciles in flight were cancelled with the Lease and the
+		// lease guard refuses their writes: exit now, as
+		// kube-controller-manager does, after a brief moment for the
+		// workers to return and log.
+		select {
+		case <-controllersDone:
+		case <-time.After(leaseLostGrace):
 		}
 		return ErrLeaderElectionLost
 	}
-	logger.Info("Stopped leading and released the lease")
+	if started.Load() {
+		logger.Info("Stopped leading and released the lease")
+	} else {
+		logger.Info("Stopped without having led")
+	}
 	return nil
 }
 

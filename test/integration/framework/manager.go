@@ -38,6 +38,13 @@ type Manager struct {
 // server listens on a free loopback port; mutate changes the options.
 func StartManager(t testing.TB, cfg *rest.Config, mutate func(*options.Options)) *Manager {
 	t.Helper()
+	return StartManagerWith(t, cfg, app.NewRegistry(), mutate)
+}
+
+// StartManagerWith is StartManager with another registry of controllers
+// and extra manager options, for tests of the manager itself.
+func StartManagerWith(t testing.TB, cfg *rest.Config, registry app.Registry, mutate func(*options.Options), extra ...app.Option) *Manager {
+	t.Helper()
 	opts := options.NewOptions()
 	opts.LeaderElection.LeaderElect = false
 	opts.Generic.HTTPAddress = "127.0.0.1:0"
@@ -50,7 +57,7 @@ func StartManager(t testing.TB, cfg *rest.Config, mutate func(*options.Options))
 
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
-	m, err := app.NewManager(ctx, opts, app.NewRegistry(), app.WithRESTConfig(counted))
+	m, err := app.NewManager(ctx, opts, registry, append([]app.Option{app.WithRESTConfig(counted)}, extra...)...)
 	if err != nil {
 		cancel()
 		t.Fatalf("building the manager: %v", err)

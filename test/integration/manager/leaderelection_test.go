@@ -104,19 +104,8 @@ func TestLosingTheLeaseStopsTheManager(t *testing.T) {
 		return leading(t, m), nil
 	})
 
+	stealLease(t, ns, "stolen")
 	leases := cp.Client.CoordinationV1().Leases(ns)
-	framework.Eventually(t, 10*time.Second, "the Lease to be stolen", func(ctx context.Context) (bool, error) {
-		lease, err := leases.Get(ctx, "stolen", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		thief, long := "thief", int32(3600)
-		now := metav1.NewMicroTime(time.Now())
-		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &thief, &long
-		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
-		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
-		return err == nil, err // a conflict with the leader's renewal: try again
-	})
 
 	select {
 	case <-m.Done():

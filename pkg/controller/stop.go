@@ -1,0 +1,25 @@
+package controller
+
+import "context"
+
+// gracefulStopKey carries the graceful stop signal in a context.
+type gracefulStopKey struct{}
+
+// WithGracefulStop returns a copy of ctx whose workers stop taking keys once
+// stop is closed and let the reconciles in flight finish on ctx.
+//
+// The two signals mean different things. Cancelling ctx means "stop now":
+// the Lease is gone, so every reconcile in flight is cancelled at once and
+// nothing more may be written. Closing stop means "drain": a graceful
+// SIGTERM while the Lease is still held, which is released only after the
+// drain, so the reconciles in flight may finish their writes.
+func WithGracefulStop(ctx context.Context, stop <-chan struct{}) context.Context {
+	return context.WithValue(ctx, gracefulStopKey{}, stop)
+}
+
+// gracefulStop returns the channel set by WithGracefulStop; nil (never
+// closed) when there is none.
+func gracefulStop(ctx context.Context) <-chan struct{} {
+	stop, _ := ctx.Value(gracefulStopKey{}).(<-chan struct{})
+	return stop
+}

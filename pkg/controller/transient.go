@@ -1,0 +1,42 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// NotObservedError says the informers have not yet observed a reconcile's
+// earlier writes for the owner: acting now would work from a stale cache.
+type NotObservedError struct {
+	Owner Key
+	// For is how long the oldest unobserved write has been waiting.
+	For time.Duration
+}
+
+func (e *NotObservedError) Error() string {
+	return fmt.Sprintf("the informers have not yet observed this controller's last writes for %s (waiting %s)", e.Owner, e.For.Round(time.Millisecond))
+}
+
+// IsTransient reports whether err says only that the world moved under the
+// reconcile or that its cache is behind: a conflict, an object that already
+// exists, writes not yet observed, or a cancelled context. Such errors are
+// retried with backoff but are not failures: they are logged quietly and
+// must never reach an object's status or a Warning event.
+func IsTransient(err error) bool {
+	var notObserved *NotObservedError
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &notObserved):
+		return true
+	case errors.Is(err, context.Canceled):
+		return true
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+		return true
+	}
+	return false
+}

@@ -1,0 +1,116 @@
+// Package leaseguard refuses a leader's write requests once its Lease may
+// have passed to someone else.
+//
+// Cancelling the controllers' contexts when client-go's leader election
+// reports the Lease lost is not enough: a process that was paused (SIGSTOP,
+// a long GC or VM stall) resumes with its reconciles in flight, and their
+// next request goes out before the election loop has had a chance to notice
+// that it has not renewed for a while. The Guard sees that: it remembers
+// when the last successful renewal was sent, on the monotonic clock, and its
+// transport refuses every write once that is older than the renew deadline.
+// A standby needs at least the lease duration, which is longer, to take
+// over, so a write the Guard lets through cannot race a new leader.
+package leaseguard
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// ErrLeaseNotHeld is wrapped by the error of every write the Guard refuses.
+var ErrLeaseNotHeld = errors.New("this instance does not hold a fresh Lease")
+
+var (
+	refusedWrites = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: "controller_manager",
+		Name:      "lease_guard_refused_writes_total",
+		Help:      "Write requests refused because the Lease was not renewed within the renew deadline, per lease.",
+	}, []string{"name"})
+	registerOnce sync.Once
+)
+
+// Guard tracks one Lease's renewals.
+type Guard struct {
+	name          string
+	renewDeadline time.Duration
+	now           func() time.Time
+
+	mu      sync.Mutex
+	renewed time.Time // when the last successful acquire or renewal was sent; zero: not held
+}
+
+// New returns a Guard for the Lease called name, with the election's renew
+// deadline. It holds nothing until Renewed is called.
+func New(name string, renewDeadline time.Duration) *Guard {
+	registerOnce.Do(func() { legacyregistry.MustRegister(refusedWrites) })
+	refusedWrites.WithLabelValues(name)
+	return &Guard{name: name, renewDeadline: renewDeadline, now: time.Now}
+}
+
+// Renewed records a successful acquire or renewal whose request was sent at
+// sent. time.Now's monotonic reading is what makes this immune to clock
+// steps.
+func (g *Guard) Renewed(sent time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if sent.After(g.renewed) {
+		g.renewed = sent
+	}
+}
+
+// Lost records that the Lease was lost or released: every write is refused
+// from now on, until the next Renewed.
+func (g *Guard) Lost() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.renewed = time.Time{}
+}
+
+// Check returns nil when a write may be sent now, else an error wrapping
+// ErrLeaseNotHeld.
+func (g *Guard) Check() error {
+	g.mu.Lock()
+	renewed := g.renewed
+	g.mu.Unlock()
+	if renewed.IsZero() {
+		return fmt.Errorf("lease %s: %w (not leading)", g.name, ErrLeaseNotHeld)
+	}
+	if age := g.now().Sub(renewed); age > g.renewDeadline {
+		return fmt.Errorf("lease %s: %w (last renewed %s ago, renew deadline %s)",
+			g.name, ErrLeaseNotHeld, age.Round(time.Millisecond), g.renewDeadline)
+	}
+	return nil
+}
+
+// WrapTransport returns rt refusing writes (every method but GET, HEAD and
+// OPTIONS) while Check fails. Use it as a rest.Config's WrapTransport for
+// the clients that write on the leader's behalf.
+func (g *Guard) WrapTransport(rt http.RoundTripper) http.RoundTripper {
+	return &guardedTransport{guard: g, next: rt}
+}
+
+type guardedTransport struct {
+	guard *Guard
+	next  http.RoundTripper
+}
+
+func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		if err := t.guard.Check(); err != nil {
+			refusedWrites.WithLabelValues(t.guard.name).Inc()
+			if req.Body != nil {
+				_ = req.Body.Close() // a RoundTripper must close the body, even on error
+			}
+			return nil, fmt.Errorf("refusing %s %s: %w", req.Method, req.URL.Path, err)
+		}
+	}
+	return t.next.RoundTrip(req)
+}

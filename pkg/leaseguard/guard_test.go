@@ -1,0 +1,149 @@
+package leaseguard
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func newTestGuard() (*Guard, *fakeClock) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	g := New("test", 10*time.Second)
+	g.now = clock.now
+	return g, clock
+}
+
+// fakeLock answers every write with err.
+type fakeLock struct {
+	resourcelock.Interface
+	err error
+}
+
+func (l *fakeLock) Identity() string { return "me" }
+func (l *fakeLock) Create(context.Context, resourcelock.LeaderElectionRecord) error {
+	return l.err
+}
+func (l *fakeLock) Update(context.Context, resourcelock.LeaderElectionRecord) error {
+	return l.err
+}
+
+func TestGuardFollowsRenewals(t *testing.T) {
+	ctx := context.Background()
+	g, clock := newTestGuard()
+	inner := &fakeLock{}
+	lock := g.Lock(inner)
+
+	if err := g.Check(); !errors.Is(err, ErrLeaseNotHeld) {
+		t.Fatalf("before any acquire: Check = %v, want ErrLeaseNotHeld", err)
+	}
+	if err := lock.Create(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Check(); err != nil {
+		t.Fatalf("just acquired: Check = %v", err)
+	}
+
+	// A paused process resumes past the renew deadline with no renewal in
+	// between: it must not write, whatever the election loop thinks yet.
+	clock.t = clock.t.Add(10*time.Second + time.Millisecond)
+	if err := g.Check(); !errors.Is(err, ErrLeaseNotHeld) {
+		t.Fatalf("renewal older than the renew deadline: Check = %v, want ErrLeaseNotHeld", err)
+	}
+
+	// A failed renewal changes nothing; a successful one restores.
+	inner.err = errors.New("apiserver unavailable")
+	_ = lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"})
+	if g.Check() == nil {
+		t.Fatal("a failed renewal counted as a renewal")
+	}
+	inner.err = nil
+	_ = lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"})
+	if err := g.Check(); err != nil {
+		t.Fatalf("after a renewal: Check = %v", err)
+	}
+
+	// A release (empty holder) ends the hold at once.
+	_ = lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: ""})
+	if g.Check() == nil {
+		t.Fatal("still allowed to write after releasing the Lease")
+	}
+	_ = lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"})
+	g.Lost()
+	if g.Check() == nil {
+		t.Fatal("still allowed to write after Lost")
+	}
+}
+
+// The renewal counts from when its request was sent, not from when the
+// answer came: a slow answer must not extend the hold.
+func TestGuardCountsFromTheRequest(t *testing.T) {
+	g, clock := newTestGuard()
+	slow := &slowLock{clock: clock, took: 8 * time.Second}
+	if err := g.Lock(slow).Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "me"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.t = clock.t.Add(3 * time.Second) // 11 s after the request was sent
+	if g.Check() == nil {
+		t.Fatal("the hold was counted from the answer, not from the request")
+	}
+}
+
+type slowLock struct {
+	fakeLock
+	clock *fakeClock
+	took  time.Duration
+}
+
+func (l *slowLock) Update(context.Context, resourcelock.LeaderElectionRecord) error {
+	l.clock.t = l.clock.t.Add(l.took)
+	return nil
+}
+
+func TestTransportRefusesOnlyWrites(t *testing.T) {
+	g, clock := newTestGuard()
+	var served []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served = append(served, r.Method)
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: g.WrapTransport(http.DefaultTransport)}
+
+	g.Renewed(clock.t)
+	clock.t = clock.t.Add(time.Minute)
+	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		req, _ := http.NewRequest(method, srv.URL+"/api/v1/namespaces/x/configmaps", strings.NewReader("{}"))
+		resp, err := client.Do(req)
+		if method == http.MethodGet {
+			if err != nil {
+				t.Errorf("GET refused: %v", err)
+			} else {
+				resp.Body.Close()
+			}
+			continue
+		}
+		if !errors.Is(err, ErrLeaseNotHeld) {
+			t.Errorf("%s with a stale Lease: err = %v, want ErrLeaseNotHeld", method, err)
+		}
+	}
+	if len(served) != 1 || served[0] != http.MethodGet {
+		t.Errorf("the server saw %v, want only the GET", served)
+	}
+
+	g.Renewed(clock.t)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("{}"))
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("POST with a fresh Lease: %v", err)
+	}
+	resp.Body.Close()
+}

@@ -1,0 +1,49 @@
+package leaseguard
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// Lock returns inner, reporting each of its successful acquires and
+// renewals to the Guard, and each release or loss of the Lease. Give it to
+// client-go's leader election in place of inner.
+func (g *Guard) Lock(inner resourcelock.Interface) resourcelock.Interface {
+	return &guardedLock{Interface: inner, guard: g}
+}
+
+type guardedLock struct {
+	resourcelock.Interface
+	guard *Guard
+}
+
+func (l *guardedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	sent := l.guard.now()
+	err := l.Interface.Create(ctx, ler)
+	l.observe(sent, ler, err)
+	return err
+}
+
+func (l *guardedLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	sent := l.guard.now()
+	err := l.Interface.Update(ctx, ler)
+	l.observe(sent, ler, err)
+	return err
+}
+
+// observe counts a successful write of a record naming us as holder as a
+// renewal sent at sent. A write naming anyone else (a release writes an
+// empty holder) ends our hold, whether or not it succeeded. A failed
+// renewal changes nothing: the renew deadline ends the hold if no renewal
+// succeeds in time.
+func (l *guardedLock) observe(sent time.Time, ler resourcelock.LeaderElectionRecord, err error) {
+	if ler.HolderIdentity != l.Identity() {
+		l.guard.Lost()
+		return
+	}
+	if err == nil {
+		l.guard.Renewed(sent)
+	}
+}
