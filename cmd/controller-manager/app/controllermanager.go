@@ -183,18 +183,22 @@ func (m *Manager) runControllers(ctx context.Context, drain <-chan struct{}) err
 	}
 
 	// Every informer a controller needs has now been requested: start them.
+	// They stop when runControllers returns: after a drain ctx is still
+	// alive, and the factories' Shutdown waits for their informers to stop.
+	informerCtx, stopInformers := context.WithCancel(ctx)
 	for _, f := range factories {
-		f.start(ctx.Done())
+		f.start(informerCtx.Done())
 	}
 	m.status.addUnsynced(len(factories))
 	for _, f := range factories {
 		go func() {
-			if f.waitForSync(ctx.Done()) {
+			if f.waitForSync(informerCtx.Done()) {
 				m.status.addUnsynced(-1)
 			}
 		}()
 	}
 	defer func() {
+		stopInformers()
 		for _, f := range factories {
 			f.shutdown()
 		}
