@@ -1,0 +1,349 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+
+	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
+	"github.com/ndsl/controller-manager/test/e2e/framework"
+)
+
+// Bounds of the phases around the faults.
+const (
+	setupTimeout  = 5 * time.Minute
+	leaderTimeout = 45 * time.Second
+	// quietWindow is how long the converged world is watched for writes
+	// and exits: nothing changes, so the managers must write nothing.
+	quietWindow = 10 * time.Second
+	// statusWritesPerChange bounds an owner's status writes per real
+	// change (its creation, each of the suite's actions on it or its
+	// children): a change moves status through at most Progressing,
+	// partly available and Ready, plus one for observedGeneration.
+	statusWritesPerChange = 4
+)
+
+// TestChaos runs the managers under the seeded fault schedule and asserts
+// the invariants of issue 12. See the package comment.
+func TestChaos(t *testing.T) {
+	cfg, err := configFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := schedule(cfg.seed, cfg.duration, cfg.gap, cfg.faults)
+	t.Logf("chaos %s mode, seed %d (replay: %s=%s %s=%d), load: %d Apps, %d Pipelines, %d annotated Services, %d+%d blockers; lease %v/%v/%v; %d steps:\n%s",
+		cfg.mode, cfg.seed, envMode, cfg.mode, envSeed, cfg.seed, cfg.apps, cfg.pipelines, cfg.services, cfg.blockers, cfg.blockers,
+		leaseDuration, renewDeadline, retryPeriod, len(steps), describeSchedule(steps))
+
+	ctx := klog.NewContext(context.Background(), klog.Background())
+	logger := klog.FromContext(ctx)
+	dir := cfg.artifacts
+	if dir == "" {
+		dir = t.TempDir()
+	} else if dir, err = filepath.Abs(dir); err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	logDir := filepath.Join(dir, "managers")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+
+	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	cluster, err := framework.SetupLocal(setupCtx, controlplane.Options{ControllerManager: true, Scheduler: true, Kwok: true,
+		Dir: filepath.Join(dir, "controlplane"), AuditPolicy: auditPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cluster.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := cluster.InstallManifests(setupCtx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.ScaleInClusterManager(setupCtx, 0); err != nil {
+		t.Fatal(err)
+	}
+	var kubeconfigs []string
+	for slot := range cfg.managers {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: slotAccount(slot)}}
+		if _, err := cluster.Kube.CoreV1().ServiceAccounts(framework.ManagerNamespace).Create(setupCtx, sa, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		path := kubeconfigPath(dir, slot)
+		if err := cluster.WriteServiceAccountKubeconfig(setupCtx, framework.ManagerNamespace, slotAccount(slot), path, 4*time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		kubeconfigs = append(kubeconfigs, path)
+	}
+	if err := grantManagerRBAC(setupCtx, cluster, cfg.managers); err != nil {
+		t.Fatal(err)
+	}
+	observer, err := cluster.ObserverToken(setupCtx, 4*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	launcher := framework.NewLauncher(cfg.binary, kubeconfigs[0], logDir, observer)
+	sup := newSupervisor(launcher, kubeconfigs)
+	runCtx, stopRun := context.WithCancel(ctx)
+	t.Cleanup(func() {
+		stopRun()
+		sup.stop()
+		launcher.Close()
+	})
+	if err := sup.start(setupCtx); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(cluster, cfg)
+	x := &runner{w: w, sup: sup}
+	if _, _, err := x.waitLeader(setupCtx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.createLoad(setupCtx, rand.New(rand.NewPCG(cfg.seed, 0x10ad))); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("setup and load done in %v (artifacts in %s)", time.Since(begin).Round(time.Second), dir)
+
+	// The fault phase: steps in order, each at its time or right after the
+	// previous one ends.
+	faultStart := time.Now()
+	blockersReleased := false
+	for i, s := range steps {
+		if cfg.blockerHold > 0 && !blockersReleased && time.Since(faultStart) >= cfg.blockerHold {
+			if err := w.releaseBlockers(runCtx); err != nil {
+				t.Fatal(err)
+			}
+			blockersReleased = true
+		}
+		if d := time.Until(faultStart.Add(s.at)); d > 0 {
+			time.Sleep(d) // the schedule's own clock, not a wait for a condition
+		}
+		logger.Info("Fault step", "index", i, "step", s.String())
+		if err := x.run(runCtx, s); err != nil {
+			t.Fatalf("step %d (%s): %v", i, s, err)
+		}
+	}
+	if wait := cfg.blockerHold - time.Since(faultStart); !blockersReleased && wait > 0 {
+		time.Sleep(wait) // blockers stay for their hold, even after the last step
+	}
+	if !blockersReleased {
+		if err := w.releaseBlockers(runCtx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	faultsEnd := time.Now()
+	t.Logf("fault phase: %d steps in %v", len(steps), faultsEnd.Sub(faultStart).Round(time.Second))
+
+	// Convergence within the stated bound.
+	var last []string
+	err = wait.PollUntilContextTimeout(runCtx, 2*time.Second, cfg.convergeBound, true, func(ctx context.Context) (bool, error) {
+		snap, err := w.snapshot(ctx)
+		if err != nil {
+			last = []string{err.Error()}
+			return false, nil
+		}
+		last = snap.problems()
+		if _, _, err := sup.leader(ctx, cluster); err != nil {
+			last = append(last, "the Lease: "+err.Error())
+		}
+		return len(last) == 0, nil
+	})
+	converged := time.Now()
+	convergence := converged.Sub(faultsEnd)
+	f := figures{seed: cfg.seed, mode: cfg.mode, steps: len(steps), faultPhase: faultsEnd.Sub(faultStart), convergence: convergence}
+	if err != nil {
+		f.converged = false
+		t.Errorf("not converged %v after the last fault (bound %v); %d problems:\n  %s", convergence.Round(time.Second), cfg.convergeBound,
+			len(last), strings.Join(head(last, 40), "\n  "))
+	} else {
+		f.converged = true
+		t.Logf("converged %v after the last fault (bound %v)", convergence.Round(100*time.Millisecond), cfg.convergeBound)
+	}
+
+	// The quiet window: a converged world gives the managers nothing to do.
+	quietStart := time.Now()
+	exitsBefore := len(sup.recordedExits())
+	select {
+	case <-time.After(quietWindow): // watching for absence: a window, not a wait for a condition
+	case <-runCtx.Done():
+	}
+	quietEnd := time.Now()
+	exits := sup.recordedExits()
+
+	events, err := readAudit(cluster.ControlPlane.AuditLogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.analyse(t, w, events, exits, exitsBefore, quietStart, quietEnd)
+	stopRun()
+	sup.stop()
+
+	w.mu.Lock()
+	t.Logf("what the suite did:\n  %s", strings.Join(w.log, "\n  "))
+	w.mu.Unlock()
+	t.Logf("%s", f.summary())
+	if cfg.report != "" {
+		if err := f.appendRow(cfg.report); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Logf("total %v", time.Since(begin).Round(time.Second))
+}
+
+func head(s []string, n int) []string {
+	if len(s) > n {
+		return append(slices.Clone(s[:n]), fmt.Sprintf("... and %d more", len(s)-n))
+	}
+	return s
+}
+
+// figures are one run's numbers, printed and optionally appended to the
+// report file.
+type figures struct {
+	seed                    uint64
+	mode                    string
+	steps                   int
+	faultPhase, convergence time.Duration
+	converged               bool
+	writes, statusWrites    int
+	writesBySlot            map[int]int
+	holderChanges           int
+	exits, leaseLostExits   int
+	killed                  int
+	inFlightAfterTheft      int
+	violations              map[string][]string // invariant -> findings
+}
+
+func (f *figures) violate(invariant, format string, args ...any) {
+	if f.violations == nil {
+		f.violations = map[string][]string{}
+	}
+	f.violations[invariant] = append(f.violations[invariant], fmt.Sprintf(format, args...))
+}
+
+// analyse applies the invariants that the audit log and the exits decide.
+func (f *figures) analyse(t *testing.T, w *world, events []auditEvent, exits []exit, exitsBefore int, quietStart, quietEnd time.Time) {
+	t.Helper()
+	lease := newLeaseTimeline(events)
+	f.holderChanges = lease.holderChanges()
+	if len(lease.writes) == 0 {
+		t.Errorf("the audit log has no write of the Lease: the audit policy or the log is broken")
+	}
+	f.writesBySlot = map[int]int{}
+	statusWrites := map[objectKey]int{}
+	w.mu.Lock()
+	users := slices.Clone(w.user)
+	disturbed := map[objectKey]int{}
+	for k, v := range w.disturbed {
+		disturbed[k] = v
+	}
+	w.mu.Unlock()
+	for i := range events {
+		e := &events[i]
+		slot := userSlot(e.User.Username)
+		if slot < 0 || !e.isWrite() || e.isLease() || e.received().After(quietEnd) {
+			continue
+		}
+		f.writes++
+		f.writesBySlot[slot]++
+		switch verdict, why := lease.judge(e.User.Username, e.received()); verdict {
+		case notHeld:
+			f.violate("write without the Lease", "%s: %s", e, why)
+		case inFlightAfterTheft:
+			f.inFlightAfterTheft++
+		}
+		if !e.received().Before(quietStart) {
+			f.violate("write in the converged quiet window", "%s", e)
+		}
+		key := e.key()
+		if e.ObjectRef.Subresource == "status" && e.ok() {
+			f.statusWrites++
+			statusWrites[key]++
+		}
+		if e.Verb != "create" && e.ok() {
+			for _, u := range users {
+				if u.key == key && e.received().After(u.created) && (u.deleted.IsZero() || e.received().Before(u.deleted)) {
+					f.violate("user-owned object touched", "%s", e)
+				}
+			}
+		}
+	}
+	for key, n := range statusWrites {
+		owner := key
+		if owner.resource == "pipelines" {
+			owner.namespace = ""
+		}
+		if bound := statusWritesPerChange * (1 + disturbed[owner]); n > bound {
+			f.violate("status flapping", "%s: %d status writes for %d changes (bound %d)", key, n, 1+disturbed[owner], bound)
+		}
+	}
+	for i, e := range exits {
+		if e.killed {
+			f.killed++
+			continue
+		}
+		f.exits++
+		if e.leaseLost {
+			f.leaseLostExits++
+		} else {
+			f.violate("crash", "%s exited (%s) at %s without losing its Lease", e.name, e.description, e.at.UTC().Format("15:04:05.000"))
+		}
+		if i >= exitsBefore {
+			f.violate("crash", "%s exited (%s) in the converged quiet window", e.name, e.description)
+		}
+	}
+	names := make([]string, 0, len(f.violations))
+	for name := range f.violations {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := f.violations[name]
+		t.Errorf("invariant %q violated %d times:\n  %s", name, len(v), strings.Join(head(v, 15), "\n  "))
+	}
+}
+
+func (f *figures) violationCount() int {
+	n := 0
+	for _, v := range f.violations {
+		n += len(v)
+	}
+	return n
+}
+
+func (f *figures) summary() string {
+	return fmt.Sprintf("figures: mode %s seed %d: %d fault steps over %v; converged %v in %v; manager writes %d (per slot %v), status writes %d; "+
+		"Lease holder changes %d; exits after Lease loss %d, other exits %d, killed by the suite %d; writes in flight after a theft %d; violations %d",
+		f.mode, f.seed, f.steps, f.faultPhase.Round(time.Second), f.converged, f.convergence.Round(100*time.Millisecond), f.writes, f.writesBySlot,
+		f.statusWrites, f.holderChanges, f.leaseLostExits, f.exits-f.leaseLostExits, f.killed, f.inFlightAfterTheft, f.violationCount())
+}
+
+// appendRow appends the figures as a Markdown table row.
+func (f *figures) appendRow(path string) error {
+	file, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	_, err = fmt.Fprintf(file, "| %s | %d | %d | %v | %d | %d | %d | %d | %v | %d |\n", f.mode, f.seed, f.steps, f.faultPhase.Round(time.Second),
+		f.writes, f.statusWrites, f.holderChanges, f.leaseLostExits, f.convergence.Round(100*time.Millisecond), f.violationCount())
+	return err
+}

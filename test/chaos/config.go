@@ -1,0 +1,122 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Environment variables of the suite.
+const (
+	// envMode is "ci" (default: bounded, fixed seed, in make test) or "soak".
+	envMode = "CHAOS_MODE"
+	// envSeed replays a schedule; default 1 in ci mode, the clock in soak.
+	envSeed = "CHAOS_SEED"
+	// envDuration is how long faults are injected.
+	envDuration = "CHAOS_DURATION"
+	// envFaults restricts the schedule to a comma-separated list of kinds.
+	envFaults = "CHAOS_FAULTS"
+	// envApps, envPipelines and envServices size the load.
+	envApps      = "CHAOS_APPS"
+	envPipelines = "CHAOS_PIPELINES"
+	envServices  = "CHAOS_SERVICES"
+	// envBlockerHold is how long blockers stay after the faults start.
+	envBlockerHold = "CHAOS_BLOCKER_HOLD"
+	// envReport is a file the figures are appended to (one Markdown row).
+	envReport = "CHAOS_REPORT"
+	// envBinary is the manager binary (make build), as for test/e2e.
+	envBinary = "E2E_MANAGER_BINARY"
+	// envArtifacts keeps the control plane's and the managers' logs and
+	// the audit log.
+	envArtifacts = "CHAOS_ARTIFACTS"
+)
+
+// config is one run's settings.
+type config struct {
+	mode        string
+	seed        uint64
+	duration    time.Duration
+	faults      []faultKind // empty: all
+	apps        int
+	pipelines   int
+	services    int
+	blockers    int
+	managers    int
+	gap         time.Duration // mean time between scheduled steps
+	blockerHold time.Duration
+	// convergeBound is the stated bound on convergence after the last
+	// fault: the suite fails if the world is not converged by then.
+	convergeBound time.Duration
+	binary        string
+	artifacts     string
+	report        string
+}
+
+// Lease settings of the managers: short, so that a failover costs seconds
+// and a pause longer than the lease fits in the CI budget.
+const (
+	leaseDuration = 6 * time.Second
+	renewDeadline = 4 * time.Second
+	retryPeriod   = time.Second
+)
+
+func configFromEnv() (config, error) {
+	c := config{mode: os.Getenv(envMode), managers: 3, binary: os.Getenv(envBinary),
+		artifacts: os.Getenv(envArtifacts), report: os.Getenv(envReport)}
+	switch c.mode {
+	case "", "ci":
+		c.mode = "ci"
+		c.seed = 1
+		c.duration = 75 * time.Second
+		c.gap = 7 * time.Second
+		c.apps, c.pipelines, c.services, c.blockers = 100, 10, 100, 4
+		c.blockerHold = 0 // released right after the last fault
+		c.convergeBound = 2 * time.Minute
+	case "soak":
+		c.seed = uint64(time.Now().UnixNano())
+		c.duration = 30 * time.Minute
+		c.gap = 20 * time.Second
+		c.apps, c.pipelines, c.services, c.blockers = 300, 30, 300, 10
+		// Past the controllers' retry budget (15 retries, about 3 minutes).
+		c.blockerHold = 4 * time.Minute
+		c.convergeBound = 3 * time.Minute
+	default:
+		return c, fmt.Errorf("%s=%q: want ci or soak", envMode, c.mode)
+	}
+	var err error
+	if v := os.Getenv(envSeed); v != "" {
+		if c.seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return c, fmt.Errorf("%s: %w", envSeed, err)
+		}
+	}
+	for env, d := range map[string]*time.Duration{envDuration: &c.duration, envBlockerHold: &c.blockerHold} {
+		if v := os.Getenv(env); v != "" {
+			if *d, err = time.ParseDuration(v); err != nil {
+				return c, fmt.Errorf("%s: %w", env, err)
+			}
+		}
+	}
+	for env, n := range map[string]*int{envApps: &c.apps, envPipelines: &c.pipelines, envServices: &c.services} {
+		if v := os.Getenv(env); v != "" {
+			if *n, err = strconv.Atoi(v); err != nil || *n < 1 {
+				return c, fmt.Errorf("%s=%q: want a positive number", env, v)
+			}
+		}
+	}
+	if v := os.Getenv(envFaults); v != "" {
+		for _, name := range strings.Split(v, ",") {
+			k, ok := parseFaultKind(strings.TrimSpace(name))
+			if !ok {
+				return c, fmt.Errorf("%s: unknown fault %q; known: %s", envFaults, name, strings.Join(faultKindNames(), ","))
+			}
+			c.faults = append(c.faults, k)
+		}
+	}
+	if c.binary == "" {
+		return c, fmt.Errorf("%s is not set: build the manager first and pass it in, e.g. `make test`, `make soak` "+
+			"(or `make build && %s=$PWD/_output/controller-manager go test ./test/chaos`)", envBinary, envBinary)
+	}
+	return c, nil
+}

@@ -1,0 +1,481 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/ndsl/controller-manager/controllers/ingress"
+	"github.com/ndsl/controller-manager/test/e2e/framework"
+)
+
+// thief is the holder identity a stolen Lease names: no manager's.
+const thief = "chaos-thief"
+
+// runner carries out the steps of a schedule.
+type runner struct {
+	w   *world
+	sup *supervisor
+}
+
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// run carries out one step; targets are picked with the step's own random
+// numbers among candidates sorted by name.
+func (x *runner) run(ctx context.Context, s step) error {
+	r := rand.New(rand.NewPCG(s.pick, uint64(s.kind)))
+	x.w.mu.Lock()
+	x.w.actions[s.kind]++
+	n := x.w.actions[s.kind]
+	x.w.mu.Unlock()
+	switch s.kind {
+	case killLeader:
+		p, holder, err := x.waitLeader(ctx)
+		if err != nil {
+			return err
+		}
+		x.w.logf("kill -9 %s (pid %d, holder %s)", p.Name, p.Pid(), holder)
+		return x.sup.kill(p)
+	case pauseLeader:
+		p, holder, err := x.waitLeader(ctx)
+		if err != nil {
+			return err
+		}
+		d := leaseDuration + 3*time.Second
+		x.w.logf("SIGSTOP %s (pid %d, holder %s) for %v", p.Name, p.Pid(), holder, d)
+		err = x.sup.pause(ctx, p, d)
+		x.w.logf("SIGCONT %s", p.Name)
+		return err
+	case restartAPIServer:
+		x.w.logf("restarting kube-apiserver")
+		return x.w.c.ControlPlane.RestartAPIServer(ctx)
+	case restartEtcd:
+		x.w.logf("restarting etcd")
+		return x.w.c.ControlPlane.RestartEtcd(ctx)
+	case stealLease:
+		return x.steal(ctx)
+	case editChildren:
+		return x.editChildren(ctx, r)
+	case deleteChildren:
+		return x.deleteChildren(ctx, r)
+	case deleteClaims:
+		return x.deleteClaims(ctx, r)
+	case deleteNamespace:
+		// Alternately the Pipelines' namespace (claims, a terminating
+		// namespace, Retain volumes) and one of the Apps' namespaces.
+		if n%2 == 1 {
+			return x.deleteNamespace(ctx, pipelineNamespace)
+		}
+		x.w.mu.Lock()
+		nss := slices.Clone(x.w.appNamespaces)
+		x.w.mu.Unlock()
+		if len(nss) <= 1 {
+			return x.deleteNamespace(ctx, pipelineNamespace)
+		}
+		return x.deleteNamespace(ctx, nss[r.IntN(len(nss))])
+	case editOwners:
+		return x.editOwners(ctx, r)
+	case deleteOwners:
+		return x.deleteOwners(ctx, r)
+	}
+	return fmt.Errorf("unknown step kind %d", s.kind)
+}
+
+// waitLeader waits up to 30 s for a running process to hold the Lease.
+func (x *runner) waitLeader(ctx context.Context) (*framework.Process, string, error) {
+	var p *framework.Process
+	var holder string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		p, holder, err = x.sup.leader(ctx, x.w.c)
+		return err == nil && p != nil, nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("no running manager holds the Lease (holder %q): %w", holder, err)
+	}
+	return p, holder, nil
+}
+
+// steal writes the Lease by hand to a holder that is no manager, as a
+// confused operator or a split network would, and never renews it.
+func (x *runner) steal(ctx context.Context) error {
+	var from string
+	err := retrying(ctx, "stealing the Lease", func(ctx context.Context) error {
+		leases := x.w.c.Kube.CoordinationV1().Leases(framework.ManagerNamespace)
+		l, err := leases.Get(ctx, framework.LeaseName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		from = ptr.Deref(l.Spec.HolderIdentity, "")
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec = coordinationv1.LeaseSpec{HolderIdentity: ptr.To(thief), LeaseDurationSeconds: ptr.To(int32(leaseDuration / time.Second)),
+			AcquireTime: &now, RenewTime: &now, LeaseTransitions: ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)}
+		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	})
+	x.w.logf("stole the Lease from %s", from)
+	return err
+}
+
+// child is a controller-owned object and its owner.
+type child struct {
+	key   objectKey
+	owner objectKey
+}
+
+// ownedChildren lists the objects of resource controlled by an owner of
+// kind, sorted by name.
+func (x *runner) ownedChildren(ctx context.Context, resource, kind string) ([]child, error) {
+	var out []child
+	add := func(m metav1.Object) {
+		ref := metav1.GetControllerOf(m)
+		if ref == nil || ref.Kind != kind || m.GetDeletionTimestamp() != nil {
+			return
+		}
+		owner := objectKey{strings.ToLower(kind) + "s", m.GetNamespace(), ref.Name}
+		if kind == "Pipeline" {
+			owner.namespace = ""
+		}
+		out = append(out, child{objectKey{resource, m.GetNamespace(), m.GetName()}, owner})
+	}
+	kube := x.w.c.Kube
+	err := retrying(ctx, "listing "+resource, func(ctx context.Context) error {
+		out = nil
+		switch resource {
+		case "deployments":
+			l, err := kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range l.Items {
+				add(&l.Items[i])
+			}
+		case "services":
+			l, err := kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range l.Items {
+				add(&l.Items[i])
+			}
+		case "ingresses":
+			l, err := kube.NetworkingV1().Ingresses("").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range l.Items {
+				add(&l.Items[i])
+			}
+		case "persistentvolumeclaims":
+			l, err := kube.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range l.Items {
+				add(&l.Items[i])
+			}
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b child) int { return strings.Compare(a.key.String(), b.key.String()) })
+	return out, err
+}
+
+// pickN picks up to n distinct elements.
+func pickN[T any](r *rand.Rand, items []T, n int) []T {
+	var out []T
+	for _, i := range r.Perm(len(items))[:min(n, len(items))] {
+		out = append(out, items[i])
+	}
+	return out
+}
+
+// patch sends a JSON merge patch as the admin (a user's kubectl edit).
+func (x *runner) patch(ctx context.Context, key objectKey, body string) error {
+	kube, p := x.w.c.Kube, []byte(body)
+	return retrying(ctx, "editing "+key.String(), func(ctx context.Context) error {
+		var err error
+		switch key.resource {
+		case "deployments":
+			_, err = kube.AppsV1().Deployments(key.namespace).Patch(ctx, key.name, types.StrategicMergePatchType, p, metav1.PatchOptions{})
+		case "services":
+			_, err = kube.CoreV1().Services(key.namespace).Patch(ctx, key.name, types.StrategicMergePatchType, p, metav1.PatchOptions{})
+		case "ingresses":
+			_, err = kube.NetworkingV1().Ingresses(key.namespace).Patch(ctx, key.name, types.StrategicMergePatchType, p, metav1.PatchOptions{})
+		}
+		if isNotFound(err) {
+			return nil // gone meanwhile: nothing to edit
+		}
+		return err
+	})
+}
+
+// editChildren makes conflicting edits to children, as a user with kubectl
+// would: replicas and image of Deployments, selectors of Services, hosts
+// of Ingresses. The controllers must put them back.
+func (x *runner) editChildren(ctx context.Context, r *rand.Rand) error {
+	var edited []string
+	for _, e := range []struct {
+		resource, kind string
+		n              int
+		body           string
+	}{
+		{"deployments", "App", 5, `{"spec":{"replicas":3,"template":{"spec":{"containers":[{"name":"app","image":"chaos/edited:1"}]}}}}`},
+		{"deployments", "Pipeline", 2, `{"spec":{"replicas":2}}`},
+		{"services", "App", 2, `{"spec":{"selector":{"edited":"by-chaos"}}}`},
+		{"ingresses", "Service", 3, `{"spec":{"rules":[{"host":"edited.chaos.example","http":{"paths":[{"path":"/","pathType":"Prefix","backend":{"service":{"name":"edited","port":{"number":81}}}}]}}]}}`},
+	} {
+		children, err := x.ownedChildren(ctx, e.resource, e.kind)
+		if err != nil {
+			return err
+		}
+		for _, c := range pickN(r, children, e.n) {
+			if err := x.patch(ctx, c.key, e.body); err != nil {
+				return err
+			}
+			x.w.disturb(c.owner)
+			edited = append(edited, c.key.String())
+		}
+	}
+	x.w.logf("edited %d children: %s", len(edited), strings.Join(edited, " "))
+	return nil
+}
+
+// deleteObject deletes key as the admin, with a UID precondition if given.
+func deleteObject(ctx context.Context, c *framework.Cluster, key objectKey, uid *types.UID) error {
+	opts := metav1.DeleteOptions{}
+	if uid != nil {
+		opts.Preconditions = &metav1.Preconditions{UID: uid}
+	}
+	switch key.resource {
+	case "deployments":
+		return c.Kube.AppsV1().Deployments(key.namespace).Delete(ctx, key.name, opts)
+	case "services":
+		return c.Kube.CoreV1().Services(key.namespace).Delete(ctx, key.name, opts)
+	case "ingresses":
+		return c.Kube.NetworkingV1().Ingresses(key.namespace).Delete(ctx, key.name, opts)
+	case "persistentvolumeclaims":
+		return c.Kube.CoreV1().PersistentVolumeClaims(key.namespace).Delete(ctx, key.name, opts)
+	case "apps":
+		return c.Typed.AppV1beta1().Apps(key.namespace).Delete(ctx, key.name, opts)
+	case "pipelines":
+		return c.Typed.PipelineV1beta1().Pipelines().Delete(ctx, key.name, opts)
+	}
+	return fmt.Errorf("deleting %s: unknown resource", key)
+}
+
+func (x *runner) deleteAll(ctx context.Context, keys []objectKey) error {
+	for _, k := range keys {
+		err := retrying(ctx, "deleting "+k.String(), func(ctx context.Context) error {
+			if err := deleteObject(ctx, x.w.c, k, nil); err != nil && !isNotFound(err) {
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteChildren deletes controller-owned children of every kind.
+func (x *runner) deleteChildren(ctx context.Context, r *rand.Rand) error {
+	var keys []objectKey
+	for _, e := range []struct {
+		resource, kind string
+		n              int
+	}{{"deployments", "App", 3}, {"services", "App", 2}, {"ingresses", "App", 1}, {"ingresses", "Service", 3},
+		{"deployments", "Pipeline", 1}, {"services", "Pipeline", 1}} {
+		children, err := x.ownedChildren(ctx, e.resource, e.kind)
+		if err != nil {
+			return err
+		}
+		for _, c := range pickN(r, children, e.n) {
+			keys = append(keys, c.key)
+			x.w.disturb(c.owner)
+		}
+	}
+	x.w.logf("deleting %d children: %v", len(keys), keys)
+	return x.deleteAll(ctx, keys)
+}
+
+// deleteClaims deletes Pipelines' PVCs: their Retain volumes go Released.
+func (x *runner) deleteClaims(ctx context.Context, r *rand.Rand) error {
+	claims, err := x.ownedChildren(ctx, "persistentvolumeclaims", "Pipeline")
+	if err != nil {
+		return err
+	}
+	var keys []objectKey
+	for _, c := range pickN(r, claims, 2) {
+		keys = append(keys, c.key)
+		x.w.disturb(c.owner)
+	}
+	x.w.logf("deleting claims %v", keys)
+	return x.deleteAll(ctx, keys)
+}
+
+// deleteNamespace deletes a namespace with everything in it. The Apps of
+// an App namespace go with it; the Pipelines' namespace is the
+// controller's to create again.
+func (x *runner) deleteNamespace(ctx context.Context, ns string) error {
+	x.w.logf("deleting namespace %s", ns)
+	err := retrying(ctx, "deleting namespace "+ns, func(ctx context.Context) error {
+		err := x.w.c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		if isNotFound(err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	x.w.mu.Lock()
+	defer x.w.mu.Unlock()
+	for _, o := range x.w.user {
+		if o.key.namespace == ns && o.deleted.IsZero() {
+			o.deleted = time.Now()
+		}
+	}
+	if ns == pipelineNamespace {
+		for k := range x.w.disturbed {
+			if k.resource == "pipelines" {
+				x.w.disturbed[k]++
+			}
+		}
+		x.w.pipelineNamespaceDeletions++
+	} else {
+		x.w.appNamespaces = slices.DeleteFunc(x.w.appNamespaces, func(s string) bool { return s == ns })
+	}
+	return nil
+}
+
+// apps lists the Apps of the live App namespaces, sorted.
+func (x *runner) owners(ctx context.Context) (apps, pipelines, services []objectKey, err error) {
+	x.w.mu.Lock()
+	appNSs, svcNSs := slices.Clone(x.w.appNamespaces), slices.Clone(x.w.svcNamespaces)
+	x.w.mu.Unlock()
+	err = retrying(ctx, "listing owners", func(ctx context.Context) error {
+		apps, pipelines, services = nil, nil, nil
+		for _, ns := range appNSs {
+			l, err := x.w.c.Typed.AppV1beta1().Apps(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for _, a := range l.Items {
+				apps = append(apps, appKey(ns, a.Name))
+			}
+		}
+		l, err := x.w.c.Typed.PipelineV1beta1().Pipelines().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, p := range l.Items {
+			pipelines = append(pipelines, pipelineKey(p.Name))
+		}
+		for _, ns := range svcNSs {
+			l, err := x.w.c.Kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for _, s := range l.Items {
+				if s.Labels[userLabel] == "" {
+					services = append(services, serviceKey(ns, s.Name))
+				}
+			}
+		}
+		return nil
+	})
+	for _, l := range [][]objectKey{apps, pipelines, services} {
+		slices.SortFunc(l, func(a, b objectKey) int { return strings.Compare(a.String(), b.String()) })
+	}
+	return apps, pipelines, services, err
+}
+
+// editOwners edits specs as users do: App replicas and image, Pipeline step
+// replicas, and the ingress annotation of Services, on and off.
+func (x *runner) editOwners(ctx context.Context, r *rand.Rand) error {
+	apps, pipelines, services, err := x.owners(ctx)
+	if err != nil {
+		return err
+	}
+	typed := x.w.c.Typed
+	var edited []string
+	for _, k := range pickN(r, apps, 5) {
+		replicas, image := 1+r.IntN(2), fmt.Sprintf("nginx:1.%d", 26+r.IntN(3))
+		body := []byte(fmt.Sprintf(`{"spec":{"replicas":%d,"image":%q}}`, replicas, image))
+		err := retrying(ctx, "editing "+k.String(), func(ctx context.Context) error {
+			_, err := typed.AppV1beta1().Apps(k.namespace).Patch(ctx, k.name, types.MergePatchType, body, metav1.PatchOptions{})
+			if isNotFound(err) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		x.w.disturb(k)
+		edited = append(edited, k.String())
+	}
+	for _, k := range pickN(r, pipelines, 2) {
+		body := []byte(fmt.Sprintf(`[{"op":"replace","path":"/spec/steps/0/replicas","value":%d}]`, 1+r.IntN(2)))
+		err := retrying(ctx, "editing "+k.String(), func(ctx context.Context) error {
+			_, err := typed.PipelineV1beta1().Pipelines().Patch(ctx, k.name, types.JSONPatchType, body, metav1.PatchOptions{})
+			if isNotFound(err) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		x.w.disturb(k)
+		edited = append(edited, k.String())
+	}
+	for _, k := range pickN(r, services, 3) {
+		value := `"true"`
+		if r.IntN(2) == 0 {
+			value = "null"
+		}
+		body := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, ingress.AnnotationEnabled, value))
+		err := retrying(ctx, "editing "+k.String(), func(ctx context.Context) error {
+			_, err := x.w.c.Kube.CoreV1().Services(k.namespace).Patch(ctx, k.name, types.MergePatchType, body, metav1.PatchOptions{})
+			if isNotFound(err) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		x.w.disturb(k)
+		edited = append(edited, k.String()+"(annotation "+value+")")
+	}
+	x.w.logf("edited owners: %s", strings.Join(edited, " "))
+	return nil
+}
+
+// deleteOwners deletes Apps, a Pipeline and annotated Services: their
+// children must go (garbage collection) and nothing must come back.
+func (x *runner) deleteOwners(ctx context.Context, r *rand.Rand) error {
+	apps, pipelines, services, err := x.owners(ctx)
+	if err != nil {
+		return err
+	}
+	var keys []objectKey
+	keys = append(keys, pickN(r, apps, 3)...)
+	keys = append(keys, pickN(r, pipelines, 1)...)
+	keys = append(keys, pickN(r, services, 3)...)
+	x.w.logf("deleting owners %v", keys)
+	return x.deleteAll(ctx, keys)
+}
