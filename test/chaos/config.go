@@ -22,7 +22,7 @@ const (
 	envApps      = "CHAOS_APPS"
 	envPipelines = "CHAOS_PIPELINES"
 	envServices  = "CHAOS_SERVICES"
-	// envBlockerHold is how long blockers stay after the faults start.
+	// envBlockerHold is how long blockers stay after the last fault.
 	envBlockerHold = "CHAOS_BLOCKER_HOLD"
 	// envReport is a file the figures are appended to (one Markdown row).
 	envReport = "CHAOS_REPORT"
@@ -45,7 +45,7 @@ type config struct {
 	blockers    int
 	managers    int
 	gap         time.Duration // mean time between scheduled steps
-	blockerHold time.Duration
+	blockerHold time.Duration // after the last fault, before the blockers go
 	// convergeBound is the stated bound on convergence after the last
 	// fault: the suite fails if the world is not converged by then.
 	convergeBound time.Duration
@@ -72,15 +72,15 @@ func configFromEnv() (config, error) {
 		c.duration = 75 * time.Second
 		c.gap = 7 * time.Second
 		c.apps, c.pipelines, c.services, c.blockers = 100, 10, 100, 4
-		c.blockerHold = 0 // released right after the last fault
+		c.blockerHold = 0 // released right after the last fault: too short for the retry budget
 		c.convergeBound = 2 * time.Minute
 	case "soak":
 		c.seed = uint64(time.Now().UnixNano())
 		c.duration = 30 * time.Minute
 		c.gap = 20 * time.Second
 		c.apps, c.pipelines, c.services, c.blockers = 300, 30, 300, 10
-		// Past the controllers' retry budget (15 retries, about 3 minutes).
-		c.blockerHold = 4 * time.Minute
+		// Past the last leader's retry budget (15 retries, about 3 minutes).
+		c.blockerHold = 200 * time.Second
 		c.convergeBound = 3 * time.Minute
 	default:
 		return c, fmt.Errorf("%s=%q: want ci or soak", envMode, c.mode)
