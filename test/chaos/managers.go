@@ -195,7 +195,15 @@ func (s *supervisor) watch(ctx context.Context, slot int, p *framework.Process) 
 				s.mu.Lock()
 				s.procs[slot] = next
 				s.starts++
+				stopping = s.stopping
+				if stopping {
+					s.killed[next] = true
+				}
 				s.mu.Unlock()
+				if stopping { // stop began during the restart and did not see it
+					next.Stop(20 * time.Second)
+					return
+				}
 				p = next
 				break
 			}
