@@ -152,7 +152,9 @@ func TestChaos(t *testing.T) {
 	err = wait.PollUntilContextTimeout(runCtx, 2*time.Second, cfg.convergeBound, true, func(ctx context.Context) (bool, error) {
 		snap, err := w.snapshot(ctx)
 		if err != nil {
-			last = []string{err.Error()}
+			if ctx.Err() == nil { // the deadline's own error says nothing
+				last = []string{err.Error()}
+			}
 			return false, nil
 		}
 		last = snap.problems()
