@@ -330,6 +330,16 @@ func (x *runner) deleteClaims(ctx context.Context, r *rand.Rand) error {
 // controller's to create again.
 func (x *runner) deleteNamespace(ctx context.Context, ns string) error {
 	x.w.logf("deleting namespace %s", ns)
+	if ns == pipelineNamespace {
+		// Every Pipeline loses its children and its claim.
+		_, pipelines, _, err := x.owners(ctx)
+		if err != nil {
+			return err
+		}
+		for _, k := range pipelines {
+			x.w.disturb(k)
+		}
+	}
 	err := retrying(ctx, "deleting namespace "+ns, func(ctx context.Context) error {
 		err := x.w.c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 		if isNotFound(err) {
@@ -347,14 +357,7 @@ func (x *runner) deleteNamespace(ctx context.Context, ns string) error {
 			o.deleted = time.Now()
 		}
 	}
-	if ns == pipelineNamespace {
-		for k := range x.w.disturbed {
-			if k.resource == "pipelines" {
-				x.w.disturbed[k]++
-			}
-		}
-		x.w.pipelineNamespaceDeletions++
-	} else {
+	if ns != pipelineNamespace {
 		x.w.appNamespaces = slices.DeleteFunc(x.w.appNamespaces, func(s string) bool { return s == ns })
 	}
 	return nil

@@ -63,10 +63,9 @@ type world struct {
 	// disturbed counts, per owner (apps/ns/name, pipelines/name,
 	// services/ns/name), the suite's actions that change what it should
 	// report: spec edits, child edits and deletions, blockers.
-	disturbed                  map[objectKey]int
-	actions                    map[faultKind]int
-	pipelineNamespaceDeletions int
-	log                        []string
+	disturbed map[objectKey]int
+	actions   map[faultKind]int
+	log       []string
 }
 
 func newWorld(c *framework.Cluster, cfg config) *world {
