@@ -31,7 +31,9 @@ const (
 	// statusWritesPerChange bounds an owner's status writes per real
 	// change (its creation, each of the suite's actions on it or its
 	// children): a change moves status through at most Progressing,
-	// partly available and Ready, plus one for observedGeneration.
+	// partly available and Ready, plus one for observedGeneration. A spec
+	// edit counts as two changes: its rollout scales a new ReplicaSet up
+	// and the old one down, and status follows both (see disturbOwner).
 	statusWritesPerChange = 4
 )
 
@@ -149,12 +151,11 @@ func TestChaos(t *testing.T) {
 
 	// Convergence within the stated bound.
 	var last []string
+	var lastErr error
 	err = wait.PollUntilContextTimeout(runCtx, 2*time.Second, cfg.convergeBound, true, func(ctx context.Context) (bool, error) {
 		snap, err := w.snapshot(ctx)
 		if err != nil {
-			if ctx.Err() == nil { // the deadline's own error says nothing
-				last = []string{err.Error()}
-			}
+			lastErr = err // the problems of the last snapshot taken still stand
 			return false, nil
 		}
 		last = snap.problems()
@@ -168,8 +169,8 @@ func TestChaos(t *testing.T) {
 	f := figures{seed: cfg.seed, mode: cfg.mode, steps: len(steps), faultPhase: faultsEnd.Sub(faultStart), convergence: convergence}
 	if err != nil {
 		f.converged = false
-		t.Errorf("not converged %v after the last fault (bound %v); %d problems:\n  %s", convergence.Round(time.Second), cfg.convergeBound,
-			len(last), strings.Join(head(last, 40), "\n  "))
+		t.Errorf("not converged %v after the last fault (bound %v); %d problems in the last snapshot (last error taking one: %v):\n  %s",
+			convergence.Round(time.Second), cfg.convergeBound, len(last), lastErr, strings.Join(head(last, 40), "\n  "))
 	} else {
 		f.converged = true
 		t.Logf("converged %v after the last fault (bound %v)", convergence.Round(100*time.Millisecond), cfg.convergeBound)

@@ -427,7 +427,7 @@ func (x *runner) editOwners(ctx context.Context, r *rand.Rand) error {
 		if err != nil {
 			return err
 		}
-		x.w.disturb(k)
+		x.w.disturbOwner(k)
 		edited = append(edited, k.String())
 	}
 	for _, k := range pickN(r, pipelines, 2) {
@@ -442,7 +442,7 @@ func (x *runner) editOwners(ctx context.Context, r *rand.Rand) error {
 		if err != nil {
 			return err
 		}
-		x.w.disturb(k)
+		x.w.disturbOwner(k)
 		edited = append(edited, k.String())
 	}
 	for _, k := range pickN(r, services, 3) {

@@ -84,6 +84,13 @@ func (w *world) disturb(owner objectKey) {
 	w.disturbed[owner]++
 }
 
+// disturbOwner records a spec edit of an owner: two changes, since the
+// rollout it starts scales a new ReplicaSet up and the old one down.
+func (w *world) disturbOwner(owner objectKey) {
+	w.disturb(owner)
+	w.disturb(owner)
+}
+
 func (w *world) addUser(key objectKey, blocker bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
