@@ -49,6 +49,11 @@ func TestChaos(t *testing.T) {
 		cfg.mode, cfg.seed, envMode, cfg.mode, envSeed, cfg.seed, cfg.apps, cfg.pipelines, cfg.services, cfg.blockers, cfg.blockers,
 		leaseDuration, renewDeadline, retryPeriod, len(steps), describeSchedule(steps))
 
+	for k, why := range pendingFaults {
+		if !scheduled(steps, k) {
+			t.Logf("NOT SCHEDULED (pending, %s=true runs it): %s: %s", envIncludePending, k, why)
+		}
+	}
 	ctx := klog.NewContext(context.Background(), klog.Background())
 	logger := klog.FromContext(ctx)
 	dir := cfg.artifacts
@@ -204,6 +209,10 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	t.Logf("total %v", time.Since(begin).Round(time.Second))
+}
+
+func scheduled(steps []step, k faultKind) bool {
+	return slices.ContainsFunc(steps, func(s step) bool { return s.kind == k })
 }
 
 func head(s []string, n int) []string {

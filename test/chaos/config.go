@@ -24,6 +24,9 @@ const (
 	envServices  = "CHAOS_SERVICES"
 	// envBlockerHold is how long blockers stay after the last fault.
 	envBlockerHold = "CHAOS_BLOCKER_HOLD"
+	// envIncludePending set to "true" also schedules pendingFaults in the
+	// CI mode.
+	envIncludePending = "CHAOS_INCLUDE_PENDING"
 	// envReport is a file the figures are appended to (one Markdown row).
 	envReport = "CHAOS_REPORT"
 	// envBinary is the manager binary (make build), as for test/e2e.
@@ -32,6 +35,15 @@ const (
 	// the audit log.
 	envArtifacts = "CHAOS_ARTIFACTS"
 )
+
+// pendingFaults are the kinds the CI mode leaves out until the issue-12
+// defect each one exposes is fixed on main, and why; the soak and
+// CHAOS_INCLUDE_PENDING=true run them. Remove an entry when its fix lands.
+var pendingFaults = map[faultKind]string{
+	pauseLeader:     "defect 1: a paused leader resumes and writes without its Lease (fixed on branch lead: reconciles die with the Lease, lease guard)",
+	deleteClaims:    "defect 3: a recreated claim stays Pending, its Retain volume Released with the old claim's UID",
+	deleteNamespace: "defect 3: deleting the Pipelines' namespace deletes every claim, which stay Pending when recreated",
+}
 
 // config is one run's settings.
 type config struct {
@@ -112,6 +124,13 @@ func configFromEnv() (config, error) {
 				return c, fmt.Errorf("%s: unknown fault %q; known: %s", envFaults, name, strings.Join(faultKindNames(), ","))
 			}
 			c.faults = append(c.faults, k)
+		}
+	}
+	if c.mode == "ci" && len(c.faults) == 0 && os.Getenv(envIncludePending) != "true" {
+		for k := range numFaultKinds {
+			if _, pending := pendingFaults[k]; !pending {
+				c.faults = append(c.faults, k)
+			}
 		}
 	}
 	if c.binary == "" {
