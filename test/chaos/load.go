@@ -65,7 +65,12 @@ type world struct {
 	// report: spec edits, child edits and deletions, blockers.
 	disturbed map[objectKey]int
 	actions   map[faultKind]int
-	log       []string
+	// pipelineSteps is each Pipeline's number of steps at creation.
+	pipelineSteps []struct {
+		key   objectKey
+		steps int
+	}
+	log []string
 }
 
 func newWorld(c *framework.Cluster, cfg config) *world {
@@ -190,6 +195,10 @@ func (w *world) createLoad(ctx context.Context, r *rand.Rand) error {
 		if _, err := typed.PipelineV1beta1().Pipelines().Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating Pipeline %s: %w", p.Name, err)
 		}
+		w.pipelineSteps = append(w.pipelineSteps, struct {
+			key   objectKey
+			steps int
+		}{pipelineKey(p.Name), len(p.Spec.Steps)})
 	}
 	return nil
 }
