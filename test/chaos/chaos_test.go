@@ -116,7 +116,7 @@ func TestChaos(t *testing.T) {
 		sup.stop()
 		launcher.Close()
 	})
-	if err := sup.start(setupCtx); err != nil {
+	if err := sup.start(setupCtx, runCtx); err != nil {
 		t.Fatal(err)
 	}
 	w := newWorld(cluster, cfg)

@@ -144,10 +144,10 @@ func newSupervisor(launcher *framework.Launcher, kubeconfigs []string) *supervis
 	return s
 }
 
-// start runs every slot and watches it.
-func (s *supervisor) start(ctx context.Context) error {
+// start runs every slot (bounded by startCtx) and watches it until ctx ends.
+func (s *supervisor) start(startCtx, ctx context.Context) error {
 	for slot := range s.args {
-		p, err := s.launcher.Start(ctx, fmt.Sprintf("manager-%d", slot), s.args[slot]...)
+		p, err := s.launcher.Start(startCtx, slotName(slot), s.args[slot]...)
 		if err != nil {
 			return err
 		}
@@ -190,7 +190,8 @@ func (s *supervisor) watch(ctx context.Context, slot int, p *framework.Process) 
 			if stopping {
 				return
 			}
-			next, err := p.Restart(ctx)
+			// Named after the slot: the launcher numbers its restarts.
+			next, err := s.launcher.Start(ctx, slotName(slot), s.args[slot]...)
 			if err == nil {
 				s.mu.Lock()
 				s.procs[slot] = next
@@ -289,6 +290,8 @@ func (s *supervisor) recordedExits() []exit {
 	defer s.mu.Unlock()
 	return slices.Clone(s.exits)
 }
+
+func slotName(slot int) string { return fmt.Sprintf("manager-%d", slot) }
 
 // kubeconfigPath is where a slot's kubeconfig is written.
 func kubeconfigPath(dir string, slot int) string {
