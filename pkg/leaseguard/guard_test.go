@@ -23,10 +23,15 @@ func newTestGuard() (*Guard, *fakeClock) {
 	return g, clock
 }
 
-// fakeLock answers every write with err.
+// fakeLock answers every write with err and every read with holder.
 type fakeLock struct {
 	resourcelock.Interface
-	err error
+	err    error
+	holder string
+}
+
+func (l *fakeLock) Get(context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	return &resourcelock.LeaderElectionRecord{HolderIdentity: l.holder}, nil, nil
 }
 
 func (l *fakeLock) Identity() string { return "me" }
@@ -146,4 +151,22 @@ func TestTransportRefusesOnlyWrites(t *testing.T) {
 		t.Fatalf("POST with a fresh Lease: %v", err)
 	}
 	resp.Body.Close()
+}
+
+// A Lease read that names another holder (stolen by hand, or taken after a
+// stall) ends the hold at once, not at the renew deadline.
+func TestGuardLetsGoWhenAnotherHolderIsRead(t *testing.T) {
+	ctx := context.Background()
+	g, _ := newTestGuard()
+	inner := &fakeLock{holder: "me"}
+	lock := g.Lock(inner)
+	_ = lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"})
+	if _, _, err := lock.Get(ctx); err != nil || g.Check() != nil {
+		t.Fatalf("reading our own hold: err %v, Check %v", err, g.Check())
+	}
+	inner.holder = "thief"
+	_, _, _ = lock.Get(ctx)
+	if err := g.Check(); !errors.Is(err, ErrLeaseNotHeld) {
+		t.Fatalf("after reading a Lease held by another: Check = %v, want ErrLeaseNotHeld", err)
+	}
 }

@@ -19,6 +19,17 @@ type guardedLock struct {
 	guard *Guard
 }
 
+// Get ends our hold as soon as the Lease names another holder: someone
+// took it (by hand, or after our renewals stalled), and waiting for the
+// renew deadline would let us write beside them.
+func (l *guardedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	ler, raw, err := l.Interface.Get(ctx)
+	if err == nil && ler != nil && ler.HolderIdentity != "" && ler.HolderIdentity != l.Identity() {
+		l.guard.Lost()
+	}
+	return ler, raw, err
+}
+
 func (l *guardedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
 	sent := l.guard.now()
 	err := l.Interface.Create(ctx, ler)
