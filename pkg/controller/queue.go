@@ -1,8 +1,10 @@
 // Package controller is the thin framework shared by every controller of this
 // manager: a named typed workqueue, the worker loop that drains it, event
-// handlers that feed it, a channel source for generic events, ownership
-// helpers and a consistency store that holds a reconcile back until the
-// informers have observed the previous one's writes. It sits directly on
+// handlers that feed it, a channel source for generic events, the Base every
+// controller embeds, one generic child adapter that reads children from the
+// cache and writes them with server-side apply, and a consistency store that
+// holds a reconcile back until the informers have observed the previous
+// one's writes. It sits directly on
 // client-go; a reader who knows kubernetes/sample-controller should
 // recognise every piece.
 package controller

@@ -1,0 +1,84 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+)
+
+// Base is what every controller of the manager shares: its name, its
+// queue, the informers it waits for and how it runs. A controller embeds
+// it, fills it in its constructor and gets Name, QueueLen and Run.
+type Base struct {
+	// ControllerName is the name used by --controllers, the queue and metrics.
+	ControllerName string
+	// Queue is the controller's named queue; event handlers add keys to it.
+	Queue Queue
+	// Synced are the HasSynced functions of the informers the controller reads.
+	Synced []cache.InformerSynced
+	// Workers is the number of keys reconciled at once.
+	Workers int
+	// Reconcile and GiveUp are the controller's; see Worker.
+	Reconcile ReconcileFunc
+	GiveUp    GiveUpFunc
+	// Events, when set, is a generic-event source: the keys sent to it
+	// (with TrySend) are reconciled like those of watch events.
+	Events <-chan Key
+}
+
+// NewBase returns the Base of a controller named name, with its queue.
+func NewBase(name string, workers int) Base {
+	return Base{ControllerName: name, Queue: NewQueue(name), Workers: workers}
+}
+
+// Name implements the manager's Controller.
+func (b *Base) Name() string { return b.ControllerName }
+
+// QueueLen reports the queue depth for /debug/controllers.
+func (b *Base) QueueLen() int { return b.Queue.Len() }
+
+// Run waits for the caches, then reconciles until ctx is done.
+func (b *Base) Run(ctx context.Context) {
+	defer b.Queue.ShutDown()
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, b.Synced...) {
+		return
+	}
+	if b.Events != nil {
+		go ForwardEvents(ctx, b.Events, b.Queue)
+	}
+	w := Worker{Name: b.ControllerName, Queue: b.Queue, Reconcile: b.Reconcile, OnGiveUp: b.GiveUp}
+	w.Run(ctx, b.Workers)
+}
+
+// GiveUpEvent returns a GiveUpFunc that records a Warning event, reason
+// ReconcileFailed, on the object get finds for the dropped key.
+func GiveUpEvent(recorder record.EventRecorder, get func(Key) (runtime.Object, error), message string) GiveUpFunc {
+	return func(_ context.Context, key Key, err error) {
+		if obj, getErr := get(key); getErr == nil {
+			recorder.Eventf(obj, corev1.EventTypeWarning, "ReconcileFailed", "%s: %v", message, err)
+		}
+	}
+}
+
+// IsTransient reports whether err only says that the cache was behind or
+// the reconcile was cancelled: a retry sees the newer state and reports
+// what is really wrong.
+func IsTransient(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, context.Canceled)
+}
+
+// WriteFailed records a failed write of a child (what, e.g. "Deployment
+// shop/web") as a Warning event with reason on owner, unless the error is
+// transient, and returns the error to retry with.
+func WriteFailed(recorder record.EventRecorder, owner runtime.Object, reason, verb, what string, err error) error {
+	if !IsTransient(err) {
+		recorder.Eventf(owner, corev1.EventTypeWarning, reason, "Failed to %s %s: %v", verb, what, err)
+	}
+	return fmt.Errorf("%s %s: %w", verb, what, err)
+}
