@@ -6,8 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
@@ -32,9 +32,20 @@ func wantsIngress(svc *corev1.Service) bool {
 	return ok && v != "false"
 }
 
-// DesiredIngress is the Ingress the Service's annotations and opts describe.
-// An error means the Service cannot be served as asked and says why.
+// DesiredIngress is the Ingress the Service's annotations and opts describe,
+// as the controller applies it. An error means the Service cannot be served
+// as asked and says why.
 func DesiredIngress(svc *corev1.Service, opts Options) (*networkingv1.Ingress, error) {
+	ing, err := desiredIngress(svc, opts)
+	if err != nil {
+		return nil, err
+	}
+	return controller.Typed[networkingv1.Ingress](ing)
+}
+
+// desiredIngress is every field of the Service's Ingress this controller
+// sets, and no other: a class left to the cluster is not set.
+func desiredIngress(svc *corev1.Service, opts Options) (*networkingv1ac.IngressApplyConfiguration, error) {
 	if len(svc.Spec.Ports) == 0 {
 		return nil, fmt.Errorf("service has no ports to route to")
 	}
@@ -52,83 +63,39 @@ func DesiredIngress(svc *corev1.Service, opts Options) (*networkingv1.Ingress, e
 	if host == "" && opts.DefaultDomain != "" {
 		host = fmt.Sprintf("%s.%s.%s", svc.Name, svc.Namespace, strings.TrimPrefix(opts.DefaultDomain, "."))
 	}
-
-	ing := &networkingv1.Ingress{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            svc.Name,
-			Namespace:       svc.Namespace,
-			Labels:          map[string]string{controller.ManagedByLabel: controller.ManagedByValue},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service"))},
-		},
-		Spec: networkingv1.IngressSpec{
-			Rules: []networkingv1.IngressRule{{
-				Host: host,
-				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
-					Paths: []networkingv1.HTTPIngressPath{{
-						Path:     "/",
-						PathType: &pathType,
-						Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-							Name: svc.Name,
-							Port: networkingv1.ServiceBackendPort{Number: svc.Spec.Ports[0].Port},
-						}},
-					}},
-				}},
-			}},
-		},
+	rule := networkingv1ac.IngressRule().
+		WithHTTP(networkingv1ac.HTTPIngressRuleValue().WithPaths(networkingv1ac.HTTPIngressPath().
+			WithPath("/").
+			WithPathType(pathType).
+			WithBackend(networkingv1ac.IngressBackend().WithService(networkingv1ac.IngressServiceBackend().
+				WithName(svc.Name).
+				WithPort(networkingv1ac.ServiceBackendPort().WithNumber(svc.Spec.Ports[0].Port))))))
+	if host != "" {
+		rule.WithHost(host)
 	}
+	spec := networkingv1ac.IngressSpec().WithRules(rule)
 	class := opts.DefaultClass
 	if v, ok := svc.Annotations[AnnotationClass]; ok {
 		class = v
 	}
 	if class != "" {
-		ing.Spec.IngressClassName = &class
+		spec.WithIngressClassName(class)
 	}
 	if secret := svc.Annotations[AnnotationTLSSecret]; secret != "" {
-		tls := networkingv1.IngressTLS{SecretName: secret}
+		tls := networkingv1ac.IngressTLS().WithSecretName(secret)
 		if host != "" {
-			tls.Hosts = []string{host}
+			tls.WithHosts(host)
 		}
-		ing.Spec.TLS = []networkingv1.IngressTLS{tls}
+		spec.WithTLS(tls)
 	}
-	return ing, nil
-}
-
-// needsUpdate reports whether live differs from desired in anything this
-// controller sets. Fields it does not set (other labels and annotations, a
-// default backend) are not compared and never touched.
-func needsUpdate(desired, live *networkingv1.Ingress) bool {
-	for k, v := range desired.Labels {
-		if live.Labels[k] != v {
-			return true
-		}
-	}
-	// A nil class leaves the choice to the cluster; the DefaultIngressClass
-	// admission plugin may fill it in, and that is not drift.
-	if desired.Spec.IngressClassName != nil &&
-		(live.Spec.IngressClassName == nil || *live.Spec.IngressClassName != *desired.Spec.IngressClassName) {
-		return true
-	}
-	if !apiequality.Semantic.DeepEqual(desired.Spec.Rules, live.Spec.Rules) {
-		return true
-	}
-	return !(len(desired.Spec.TLS) == 0 && len(live.Spec.TLS) == 0) &&
-		!apiequality.Semantic.DeepEqual(desired.Spec.TLS, live.Spec.TLS)
-}
-
-// applyDesired returns a copy of live with every field this controller sets
-// taken from desired, and everything else kept.
-func applyDesired(desired, live *networkingv1.Ingress) *networkingv1.Ingress {
-	updated := live.DeepCopy()
-	if updated.Labels == nil {
-		updated.Labels = map[string]string{}
-	}
-	for k, v := range desired.Labels {
-		updated.Labels[k] = v
-	}
-	if desired.Spec.IngressClassName != nil {
-		updated.Spec.IngressClassName = desired.Spec.IngressClassName
-	}
-	updated.Spec.Rules = desired.Spec.Rules
-	updated.Spec.TLS = desired.Spec.TLS
-	return updated
+	return networkingv1ac.Ingress(svc.Name, svc.Namespace).
+		WithLabels(map[string]string{controller.ManagedByLabel: controller.ManagedByValue}).
+		WithOwnerReferences(metav1ac.OwnerReference().
+			WithAPIVersion("v1").
+			WithKind("Service").
+			WithName(svc.Name).
+			WithUID(svc.UID).
+			WithController(true).
+			WithBlockOwnerDeletion(true)).
+		WithSpec(spec), nil
 }

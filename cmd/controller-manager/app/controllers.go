@@ -35,12 +35,12 @@ func NewRegistry() Registry {
 	}
 }
 
-func newIngressController(ctx context.Context, cc ControllerContext) (Controller, error) {
+func newIngressController(_ context.Context, cc ControllerContext) (Controller, error) {
 	client, err := cc.KubeClient(ingress.ControllerName)
 	if err != nil {
 		return nil, err
 	}
-	return ingress.NewController(ctx,
+	return ingress.NewController(
 		cc.InformerFactory.Core().V1().Services(),
 		cc.InformerFactory.Networking().V1().Ingresses(),
 		client,
