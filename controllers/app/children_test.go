@@ -1,13 +1,13 @@
 package app
 
 import (
-	"encoding/json"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -34,7 +34,7 @@ func testApp(mutate ...func(*appv1beta1.App)) *appv1beta1.App {
 
 func mustTyped[T any](t *testing.T, ac any) *T {
 	t.Helper()
-	obj, err := typed[T](ac)
+	obj, err := controller.Typed[T](ac)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func checkChildMeta(t *testing.T, app *appv1beta1.App, obj metav1.Object) {
 		t.Errorf("name = %s/%s, want %s/%s", obj.GetNamespace(), obj.GetName(), app.Namespace, app.Name)
 	}
 	want := map[string]string{NameLabel: app.Name, InstanceLabel: app.Name, controller.ManagedByLabel: controller.ManagedByValue}
-	if got := obj.GetLabels(); len(got) != len(want) || !hasLabels(got, want) {
+	if got := obj.GetLabels(); len(got) != len(want) || !labels.SelectorFromSet(want).Matches(labels.Set(got)) {
 		t.Errorf("labels = %v, want %v", got, want)
 	}
 	ref := metav1.GetControllerOf(obj)
@@ -182,57 +182,45 @@ func liveDeployment(t *testing.T, app *appv1beta1.App) *appsv1.Deployment {
 	return d
 }
 
+// upToDate reports whether the controller leaves live as it is.
+func upToDate(t *testing.T, desired, live any) bool {
+	t.Helper()
+	ok, err := controller.UpToDate(desired, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// A write is due when a field the controller sets drifted, or when the
+// container's port list is not exactly the desired one.
 func TestDeploymentDrift(t *testing.T) {
 	app := testApp()
-	want := mustTyped[appsv1.Deployment](t, desiredDeployment(app))
 	cases := []struct {
-		name        string
-		edit        func(*appsv1.Deployment)
-		wantDrift   bool
-		wantPortsOK bool
+		name      string
+		edit      func(*appsv1.Deployment)
+		wantWrite bool
 	}{
-		{name: "server defaults and others' fields", edit: func(*appsv1.Deployment) {}, wantPortsOK: true},
-		{name: "image edited", edit: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "evil" }, wantDrift: true, wantPortsOK: true},
-		{name: "scaled by hand", edit: func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](7) }, wantDrift: true, wantPortsOK: true},
-		{name: "label removed", edit: func(d *appsv1.Deployment) { delete(d.Labels, controller.ManagedByLabel) }, wantDrift: true, wantPortsOK: true},
-		{name: "pod label changed", edit: func(d *appsv1.Deployment) { d.Spec.Template.Labels[NameLabel] = "x" }, wantDrift: true, wantPortsOK: true},
-		{name: "container renamed", edit: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "main" }, wantDrift: true, wantPortsOK: true},
-		{name: "container port edited", edit: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort = 9 }},
+		{name: "server defaults and others' fields", edit: func(*appsv1.Deployment) {}},
+		{name: "image edited", edit: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "evil" }, wantWrite: true},
+		{name: "scaled by hand", edit: func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](7) }, wantWrite: true},
+		{name: "label removed", edit: func(d *appsv1.Deployment) { delete(d.Labels, controller.ManagedByLabel) }, wantWrite: true},
+		{name: "pod label changed", edit: func(d *appsv1.Deployment) { d.Spec.Template.Labels[NameLabel] = "x" }, wantWrite: true},
+		{name: "container renamed", edit: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "main" }, wantWrite: true},
+		{name: "container port edited", edit: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort = 9 }, wantWrite: true},
 		{name: "container port added", edit: func(d *appsv1.Deployment) {
 			c := &d.Spec.Template.Spec.Containers[0]
 			c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: 9090, Protocol: corev1.ProtocolTCP})
-		}},
+		}, wantWrite: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			live := liveDeployment(t, app)
 			tc.edit(live)
-			if got := deploymentDrifted(want, live); got != tc.wantDrift {
-				t.Errorf("drifted = %v, want %v", got, tc.wantDrift)
-			}
-			if got := !containerPortsDiffer(want, live); got != tc.wantPortsOK {
-				t.Errorf("ports match = %v, want %v", got, tc.wantPortsOK)
+			if got := !upToDate(t, desiredDeployment(app), live); got != tc.wantWrite {
+				t.Errorf("write = %v, want %v", got, tc.wantWrite)
 			}
 		})
-	}
-}
-
-func TestContainerPortsPatch(t *testing.T) {
-	app := testApp()
-	want := mustTyped[appsv1.Deployment](t, desiredDeployment(app))
-	live := liveDeployment(t, app)
-	// The App's container is not first: the patch must address it by index.
-	cs := live.Spec.Template.Spec.Containers
-	live.Spec.Template.Spec.Containers = []corev1.Container{cs[1], cs[0]}
-	live.Spec.Template.Spec.Containers[1].Ports[0].ContainerPort = 9
-	patch, err := containerPortsPatch(want, live)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantPatch := `[{"op":"test","path":"/metadata/resourceVersion","value":"42"},` +
-		`{"op":"replace","path":"/spec/template/spec/containers/1/ports","value":[{"containerPort":8080,"protocol":"TCP"}]}]`
-	if string(patch) != wantPatch {
-		t.Errorf("patch =\n%s\nwant\n%s", patch, wantPatch)
 	}
 }
 
@@ -251,48 +239,29 @@ func liveService(t *testing.T, app *appv1beta1.App) *corev1.Service {
 
 func TestServiceDrift(t *testing.T) {
 	app := testApp()
-	want := mustTyped[corev1.Service](t, desiredService(app))
 	cases := []struct {
-		name        string
-		edit        func(*corev1.Service)
-		wantDrift   bool
-		wantPortsOK bool
+		name      string
+		edit      func(*corev1.Service)
+		wantWrite bool
 	}{
-		{name: "server defaults and others' fields", edit: func(*corev1.Service) {}, wantPortsOK: true},
-		{name: "target port edited", edit: func(s *corev1.Service) { s.Spec.Ports[0].TargetPort = intstr.FromString("http") }, wantDrift: true, wantPortsOK: true},
-		{name: "selector edited", edit: func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "other"} }, wantDrift: true, wantPortsOK: true},
-		{name: "selector extended (atomic map)", edit: func(s *corev1.Service) { s.Spec.Selector["tier"] = "web" }, wantDrift: true, wantPortsOK: true},
-		{name: "type changed", edit: func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort }, wantDrift: true, wantPortsOK: true},
-		{name: "port edited", edit: func(s *corev1.Service) { s.Spec.Ports[0].Port = 9 }, wantDrift: true},
+		{name: "server defaults and others' fields", edit: func(*corev1.Service) {}},
+		{name: "target port edited", edit: func(s *corev1.Service) { s.Spec.Ports[0].TargetPort = intstr.FromString("http") }, wantWrite: true},
+		{name: "selector edited", edit: func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "other"} }, wantWrite: true},
+		{name: "selector extended (atomic map)", edit: func(s *corev1.Service) { s.Spec.Selector["tier"] = "web" }, wantWrite: true},
+		{name: "type changed", edit: func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort }, wantWrite: true},
+		{name: "port edited", edit: func(s *corev1.Service) { s.Spec.Ports[0].Port = 9 }, wantWrite: true},
 		{name: "port added", edit: func(s *corev1.Service) {
 			s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Port: 9090, Protocol: corev1.ProtocolTCP})
-		}},
+		}, wantWrite: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			live := liveService(t, app)
 			tc.edit(live)
-			if got := serviceDrifted(want, live); got != tc.wantDrift {
-				t.Errorf("drifted = %v, want %v", got, tc.wantDrift)
-			}
-			if got := !servicePortsDiffer(want, live); got != tc.wantPortsOK {
-				t.Errorf("ports match = %v, want %v", got, tc.wantPortsOK)
+			if got := !upToDate(t, desiredService(app), live); got != tc.wantWrite {
+				t.Errorf("write = %v, want %v", got, tc.wantWrite)
 			}
 		})
-	}
-
-	live := liveService(t, app)
-	live.Spec.Ports[0].Port = 9
-	patch, err := servicePortsPatch(want, live)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ops []map[string]any
-	if err := json.Unmarshal(patch, &ops); err != nil {
-		t.Fatal(err)
-	}
-	if len(ops) != 2 || ops[0]["op"] != "test" || ops[0]["value"] != "7" || ops[1]["op"] != "replace" || ops[1]["path"] != "/spec/ports" {
-		t.Errorf("patch = %s", patch)
 	}
 }
 
@@ -322,10 +291,9 @@ func TestIngressDrift(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			want := mustTyped[networkingv1.Ingress](t, desiredIngress(app, tc.opts))
 			live := mustTyped[networkingv1.Ingress](t, desiredIngress(app, tc.opts))
 			tc.edit(live)
-			if got := ingressDrifted(want, live); got != tc.wantDrift {
+			if got := !upToDate(t, desiredIngress(app, tc.opts), live); got != tc.wantDrift {
 				t.Errorf("drifted = %v, want %v", got, tc.wantDrift)
 			}
 		})

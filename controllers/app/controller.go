@@ -1,23 +1,25 @@
 // Package app is the App controller: an App (ingress.example.com/v1beta1)
 // gets a Deployment running its image and, when it asks, a Service and an
-// Ingress, all named after it and controlled by it. The controller writes
-// only what differs from the desired state, with server-side apply for
-// drift, and reports what it observed in the App's status.
+// Ingress, all named after it and controlled by it. The controller applies
+// only what differs from the desired state, with server-side apply, and
+// reports what it observed in the App's status.
 package app
 
 import (
-	"context"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	networkinginformers "k8s.io/client-go/informers/networking/v1"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -31,108 +33,84 @@ import (
 // ControllerName is the name used by --controllers, the queue and metrics.
 const ControllerName = "app"
 
-// The resources the controller writes, as its consistency store knows them.
-var (
-	appsResource        = appv1beta1.SchemeGroupVersion.WithResource("apps").GroupResource()
-	deploymentsResource = schema.GroupResource{Group: "apps", Resource: "deployments"}
-	servicesResource    = schema.GroupResource{Resource: "services"}
-	ingressesResource   = schema.GroupResource{Group: "networking.k8s.io", Resource: "ingresses"}
-)
+var appsResource = appv1beta1.SchemeGroupVersion.WithResource("apps").GroupResource()
 
 // Controller keeps every App's Deployment, Service and Ingress as its spec
 // asks, and its status as observed.
 type Controller struct {
-	kubeClient kubernetes.Interface
-	appClient  versioned.Interface
-	recorder   record.EventRecorder
-	opts       Options
+	controller.Base
+	crdClient versioned.Interface
+	recorder  record.EventRecorder
+	opts      Options
 
 	apps        applisters.AppLister
-	deployments appslisters.DeploymentLister
-	services    corelisters.ServiceLister
-	ingresses   networkinglisters.IngressLister
-	synced      []cache.InformerSynced
+	deployments *controller.Children[*appsv1.Deployment, *appsv1ac.DeploymentApplyConfiguration]
+	services    *controller.Children[*corev1.Service, *corev1ac.ServiceApplyConfiguration]
+	ingresses   *controller.Children[*networkingv1.Ingress, *networkingv1ac.IngressApplyConfiguration]
 
 	consistency *controller.ConsistencyStore
-	queue       controller.Queue
 	now         func() time.Time
 }
 
 // NewController builds the controller and registers its event handlers on
 // the shared informers; it starts nothing.
 func NewController(
-	ctx context.Context,
 	apps appinformers.AppInformer,
 	deployments appsinformers.DeploymentInformer,
 	services coreinformers.ServiceInformer,
 	ingresses networkinginformers.IngressInformer,
 	kubeClient kubernetes.Interface,
-	appClient versioned.Interface,
+	crdClient versioned.Interface,
 	recorder record.EventRecorder,
 	opts Options,
 ) (*Controller, error) {
 	c := &Controller{
-		kubeClient:  kubeClient,
-		appClient:   appClient,
-		recorder:    recorder,
-		opts:        opts,
-		apps:        apps.Lister(),
-		deployments: deployments.Lister(),
-		services:    services.Lister(),
-		ingresses:   ingresses.Lister(),
-		synced: []cache.InformerSynced{
-			apps.Informer().HasSynced,
-			deployments.Informer().HasSynced,
-			services.Informer().HasSynced,
-			ingresses.Informer().HasSynced,
-		},
+		Base:      controller.NewBase(ControllerName, opts.Workers),
+		crdClient: crdClient,
+		recorder:  recorder,
+		opts:      opts,
+		apps:      apps.Lister(),
+		deployments: controller.NewChildren("Deployment", appsv1.Resource("deployments"), deployments.Informer(),
+			func(namespace string) controller.ChildClient[*appsv1.Deployment, *appsv1ac.DeploymentApplyConfiguration] {
+				return kubeClient.AppsV1().Deployments(namespace)
+			}),
+		services: controller.NewChildren("Service", corev1.Resource("services"), services.Informer(),
+			func(namespace string) controller.ChildClient[*corev1.Service, *corev1ac.ServiceApplyConfiguration] {
+				return kubeClient.CoreV1().Services(namespace)
+			}),
+		ingresses: controller.NewChildren("Ingress", networkingv1.Resource("ingresses"), ingresses.Informer(),
+			func(namespace string) controller.ChildClient[*networkingv1.Ingress, *networkingv1ac.IngressApplyConfiguration] {
+				return kubeClient.NetworkingV1().Ingresses(namespace)
+			}),
 		consistency: controller.NewConsistencyStore(map[schema.GroupResource]cache.Store{
-			appsResource:        apps.Informer().GetStore(),
-			deploymentsResource: deployments.Informer().GetStore(),
-			servicesResource:    services.Informer().GetStore(),
-			ingressesResource:   ingresses.Informer().GetStore(),
+			appsResource:                       apps.Informer().GetStore(),
+			appsv1.Resource("deployments"):     deployments.Informer().GetStore(),
+			corev1.Resource("services"):        services.Informer().GetStore(),
+			networkingv1.Resource("ingresses"): ingresses.Informer().GetStore(),
 		}, controller.DefaultConsistencyTimeout),
-		queue: controller.NewQueue(ControllerName),
-		now:   time.Now,
+		now: time.Now,
 	}
+	c.Synced = []cache.InformerSynced{
+		apps.Informer().HasSynced,
+		deployments.Informer().HasSynced,
+		services.Informer().HasSynced,
+		ingresses.Informer().HasSynced,
+	}
+	c.Reconcile = c.sync
+	c.GiveUp = controller.GiveUpEvent(recorder, func(key controller.Key) (runtime.Object, error) {
+		return c.apps.Apps(key.Namespace).Get(key.Name)
+	}, "Giving up after repeated failures until the App or a child changes")
+
 	// Apps, resyncs included: a periodic resync re-checks every App.
-	if _, err := apps.Informer().AddEventHandler(controller.EnqueueObject(c.queue)); err != nil {
+	if _, err := apps.Informer().AddEventHandler(controller.EnqueueObject(c.Queue)); err != nil {
 		return nil, err
 	}
 	// Children, mapped to the App that controls them.
 	owner := appv1beta1.SchemeGroupVersion.WithKind("App").GroupKind()
 	for _, informer := range []cache.SharedIndexInformer{deployments.Informer(), services.Informer(), ingresses.Informer()} {
-		if _, err := informer.AddEventHandler(controller.EnqueueControllerOf(c.queue, owner, false)); err != nil {
+		if _, err := informer.AddEventHandler(controller.EnqueueControllerOf(c.Queue, owner, false)); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
-}
-
-// Name implements the manager's Controller.
-func (c *Controller) Name() string { return ControllerName }
-
-// QueueLen reports the queue depth for /debug/controllers.
-func (c *Controller) QueueLen() int { return c.queue.Len() }
-
-// Run waits for the caches, then reconciles until ctx is done.
-func (c *Controller) Run(ctx context.Context) {
-	defer c.queue.ShutDown()
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
-		return
-	}
-	w := controller.Worker{
-		Name:      ControllerName,
-		Queue:     c.queue,
-		Reconcile: c.sync,
-		OnGiveUp:  c.giveUp,
-	}
-	w.Run(ctx, c.opts.Workers)
-}
-
-// giveUp tells the App's owner that it could not be reconciled.
-func (c *Controller) giveUp(_ context.Context, key controller.Key, err error) {
-	if app, getErr := c.apps.Apps(key.Namespace).Get(key.Name); getErr == nil {
-		c.recorder.Eventf(app, corev1.EventTypeWarning, "ReconcileFailed", "Giving up after repeated failures until the App or a child changes: %v", err)
-	}
 }

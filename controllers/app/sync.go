@@ -5,25 +5,15 @@ import (
 	"errors"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/klog/v2"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
 	"github.com/ndsl/controller-manager/pkg/controller"
-)
-
-var (
-	createOptions = metav1.CreateOptions{FieldManager: controller.FieldManager}
-	applyOptions  = metav1.ApplyOptions{FieldManager: controller.FieldManager, Force: true}
-	patchOptions  = metav1.PatchOptions{FieldManager: controller.FieldManager}
-	updateOptions = metav1.UpdateOptions{FieldManager: controller.FieldManager}
 )
 
 // sync makes one App's children match its spec and its status match what
@@ -50,13 +40,18 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	}
 
 	var obs observed
-	if obs.deployment, err = c.syncDeployment(ctx, app); err != nil {
+	if obs.deployment, err = syncChild(ctx, c, app, c.deployments, true, true, desiredDeployment); err != nil {
 		obs.errs = append(obs.errs, err)
 	}
-	if obs.service, err = c.syncService(ctx, app); err != nil {
+	if obs.service, err = syncChild(ctx, c, app, c.services, app.Spec.EnableService, true, desiredService); err != nil {
 		obs.errs = append(obs.errs, err)
 	}
-	if obs.ingress, err = c.syncIngress(ctx, app, obs.service != nil); err != nil {
+	// No Ingress is created while the App's Service is not the App's: it
+	// would route to someone else's pods.
+	ingressOf := func(app *appv1beta1.App) *networkingv1ac.IngressApplyConfiguration {
+		return desiredIngress(app, c.opts)
+	}
+	if obs.ingress, err = syncChild(ctx, c, app, c.ingresses, app.Spec.EnableIngress, obs.service != nil, ingressOf); err != nil {
 		obs.errs = append(obs.errs, err)
 	}
 
@@ -68,190 +63,51 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	return controller.Result{}, errors.Join(obs.errs...)
 }
 
-// syncDeployment creates the App's Deployment or repairs its drift, and
-// returns it as it now is; nil when it is missing or not the App's.
-func (c *Controller) syncDeployment(ctx context.Context, app *appv1beta1.App) (*appsv1.Deployment, error) {
-	const kind = "Deployment"
-	apply := desiredDeployment(app)
-	want, err := typed[appsv1.Deployment](apply)
-	if err != nil {
-		return nil, err
-	}
-	client := c.kubeClient.AppsV1().Deployments(app.Namespace)
-
-	live, err := c.deployments.Deployments(app.Namespace).Get(app.Name)
+// syncChild applies the App's child of one kind, or deletes it when the App
+// no longer asks for it (wanted), and returns it as it now is: nil when it
+// is missing or not the App's. mayCreate false leaves a missing child
+// missing.
+func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx context.Context, c *Controller, app *appv1beta1.App,
+	children *controller.Children[T, AC], wanted, mayCreate bool, desired func(*appv1beta1.App) AC) (T, error) {
+	var none T
+	live, found, err := children.Get(app.Namespace, app.Name)
 	switch {
-	case apierrors.IsNotFound(err):
-		created, err := client.Create(ctx, want, createOptions)
-		if err != nil {
-			return nil, c.writeFailed(app, "create", kind, err)
-		}
-		c.created(ctx, app, kind, deploymentsResource, created)
-		return created, nil
 	case err != nil:
-		return nil, fmt.Errorf("reading Deployment %s/%s from the cache: %w", app.Namespace, app.Name, err)
-	case !controller.IsControlledBy(live, app):
-		return nil, c.notOwned(app, kind, live)
-	}
-
-	changed := false
-	if containerPortsDiffer(want, live) {
-		patch, err := containerPortsPatch(want, live)
+		return none, err
+	case !wanted && found:
+		deleted, err := children.Delete(ctx, app, live)
 		if err != nil {
-			return nil, err
+			return none, c.writeFailed(app, "delete", children.Kind, err)
 		}
-		if live, err = client.Patch(ctx, app.Name, types.JSONPatchType, patch, patchOptions); err != nil {
-			return nil, c.writeFailed(app, "update", kind, err)
+		if deleted {
+			c.consistency.Deleted(app, children.Resource, live)
+			c.recorder.Eventf(app, corev1.EventTypeNormal, "Deleted"+children.Kind, "Deleted %s %s: the App no longer asks for it", children.Kind, app.Name)
 		}
-		c.consistency.Wrote(app, deploymentsResource, live)
-		changed = true
-	}
-	if deploymentDrifted(want, live) {
-		if live, err = client.Apply(ctx, apply, applyOptions); err != nil {
-			return nil, c.writeFailed(app, "update", kind, err)
-		}
-		c.consistency.Wrote(app, deploymentsResource, live)
-		changed = true
-	}
-	if changed {
-		c.updated(ctx, app, kind)
-	}
-	return live, nil
-}
-
-// syncService creates, repairs or deletes the App's Service, as
-// enable_service asks, and returns it as it now is; nil when the App does
-// not have one.
-func (c *Controller) syncService(ctx context.Context, app *appv1beta1.App) (*corev1.Service, error) {
-	const kind = "Service"
-	client := c.kubeClient.CoreV1().Services(app.Namespace)
-	live, err := c.services.Services(app.Namespace).Get(app.Name)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("reading Service %s/%s from the cache: %w", app.Namespace, app.Name, err)
-	}
-	if apierrors.IsNotFound(err) {
-		live = nil
+		return none, nil
+	case !wanted:
+		return none, nil
+	case !found && !mayCreate:
+		klog.FromContext(ctx).V(2).Info("Not creating the child yet", "kind", children.Kind)
+		return none, nil
 	}
 
-	if !app.Spec.EnableService {
-		if live == nil {
-			return nil, nil
-		}
-		return nil, c.deleteOwned(ctx, app, kind, servicesResource, live, client.Delete)
-	}
-
-	apply := desiredService(app)
-	want, err := typed[corev1.Service](apply)
-	if err != nil {
-		return nil, err
-	}
+	written, write, err := children.Apply(ctx, app, desired(app), live)
+	var notOwned *controller.NotOwnedError
 	switch {
-	case live == nil:
-		created, err := client.Create(ctx, want, createOptions)
-		if err != nil {
-			return nil, c.writeFailed(app, "create", kind, err)
-		}
-		c.created(ctx, app, kind, servicesResource, created)
-		return created, nil
-	case !controller.IsControlledBy(live, app):
-		return nil, c.notOwned(app, kind, live)
+	case errors.As(err, &notOwned):
+		// Left alone; the error retries the App with backoff.
+		c.recorder.Eventf(app, corev1.EventTypeWarning, appv1beta1.ReasonResourceExists, "Not managing %s %s: %v", children.Kind, app.Name, err)
+		return none, err
+	case err != nil:
+		return none, c.writeFailed(app, write.Verb(), children.Kind, err)
+	case write == controller.Created:
+		c.consistency.Wrote(app, children.Resource, written)
+		c.recorder.Eventf(app, corev1.EventTypeNormal, "Created"+children.Kind, "Created %s %s", children.Kind, app.Name)
+	case write == controller.Updated:
+		c.consistency.Wrote(app, children.Resource, written)
+		c.recorder.Eventf(app, corev1.EventTypeNormal, "Updated"+children.Kind, "Updated %s %s to match the App", children.Kind, app.Name)
 	}
-
-	changed := false
-	if servicePortsDiffer(want, live) {
-		patch, err := servicePortsPatch(want, live)
-		if err != nil {
-			return nil, err
-		}
-		if live, err = client.Patch(ctx, app.Name, types.JSONPatchType, patch, patchOptions); err != nil {
-			return nil, c.writeFailed(app, "update", kind, err)
-		}
-		c.consistency.Wrote(app, servicesResource, live)
-		changed = true
-	}
-	if serviceDrifted(want, live) {
-		if live, err = client.Apply(ctx, apply, applyOptions); err != nil {
-			return nil, c.writeFailed(app, "update", kind, err)
-		}
-		c.consistency.Wrote(app, servicesResource, live)
-		changed = true
-	}
-	if changed {
-		c.updated(ctx, app, kind)
-	}
-	return live, nil
-}
-
-// syncIngress creates, repairs or deletes the App's Ingress, as
-// enable_ingress asks, and returns it as it now is; nil when the App does
-// not have one. It creates none while the App's Service is not the App's:
-// the Ingress would route to someone else's pods.
-func (c *Controller) syncIngress(ctx context.Context, app *appv1beta1.App, haveService bool) (*networkingv1.Ingress, error) {
-	const kind = "Ingress"
-	client := c.kubeClient.NetworkingV1().Ingresses(app.Namespace)
-	live, err := c.ingresses.Ingresses(app.Namespace).Get(app.Name)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("reading Ingress %s/%s from the cache: %w", app.Namespace, app.Name, err)
-	}
-	if apierrors.IsNotFound(err) {
-		live = nil
-	}
-
-	if !app.Spec.EnableIngress {
-		if live == nil {
-			return nil, nil
-		}
-		return nil, c.deleteOwned(ctx, app, kind, ingressesResource, live, client.Delete)
-	}
-
-	apply := desiredIngress(app, c.opts)
-	want, err := typed[networkingv1.Ingress](apply)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case live == nil && !haveService:
-		klog.FromContext(ctx).V(2).Info("Not creating the Ingress until the App has its Service")
-		return nil, nil
-	case live == nil:
-		created, err := client.Create(ctx, want, createOptions)
-		if err != nil {
-			return nil, c.writeFailed(app, "create", kind, err)
-		}
-		c.created(ctx, app, kind, ingressesResource, created)
-		return created, nil
-	case !controller.IsControlledBy(live, app):
-		return nil, c.notOwned(app, kind, live)
-	case ingressDrifted(want, live):
-		if live, err = client.Apply(ctx, apply, applyOptions); err != nil {
-			return nil, c.writeFailed(app, "update", kind, err)
-		}
-		c.consistency.Wrote(app, ingressesResource, live)
-		c.updated(ctx, app, kind)
-	}
-	return live, nil
-}
-
-// deleteOwned deletes a child the App no longer asks for if, and only if,
-// the App controls it. The UID precondition guards against deleting a
-// same-name object created since the cache last saw the child.
-func (c *Controller) deleteOwned(ctx context.Context, app *appv1beta1.App, kind string, resource schema.GroupResource,
-	live metav1.Object, deleteFn func(context.Context, string, metav1.DeleteOptions) error) error {
-	if !controller.IsControlledBy(live, app) || live.GetDeletionTimestamp() != nil {
-		return nil
-	}
-	uid := live.GetUID()
-	err := deleteFn(ctx, live.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return c.writeFailed(app, "delete", kind, err)
-	}
-	c.consistency.Deleted(app, resource, live)
-	klog.FromContext(ctx).V(2).Info("Deleted child", "kind", kind)
-	c.recorder.Eventf(app, corev1.EventTypeNormal, "Deleted"+kind, "Deleted %s %s: the App no longer asks for it", kind, live.GetName())
-	return nil
+	return written, nil
 }
 
 // updateStatus writes status if, and only if, it differs from the App's.
@@ -263,7 +119,7 @@ func (c *Controller) updateStatus(ctx context.Context, app *appv1beta1.App, stat
 	updated.Status = status
 	// Optimistic concurrency: a conflict means the App changed since it was
 	// read, and the status computed from it is already stale.
-	result, err := c.appClient.AppV1beta1().Apps(app.Namespace).UpdateStatus(ctx, updated, updateOptions)
+	result, err := c.crdClient.AppV1beta1().Apps(app.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: controller.FieldManager})
 	if err != nil {
 		return c.writeFailed(app, "update status of", "App", err)
 	}
@@ -272,31 +128,7 @@ func (c *Controller) updateStatus(ctx context.Context, app *appv1beta1.App, stat
 	return nil
 }
 
-func (c *Controller) created(ctx context.Context, app *appv1beta1.App, kind string, resource schema.GroupResource, obj metav1.Object) {
-	c.consistency.Wrote(app, resource, obj)
-	klog.FromContext(ctx).V(2).Info("Created child", "kind", kind)
-	c.recorder.Eventf(app, corev1.EventTypeNormal, "Created"+kind, "Created %s %s", kind, obj.GetName())
-}
-
-func (c *Controller) updated(ctx context.Context, app *appv1beta1.App, kind string) {
-	klog.FromContext(ctx).V(2).Info("Repaired child", "kind", kind)
-	c.recorder.Eventf(app, corev1.EventTypeNormal, "Updated"+kind, "Updated %s %s to match the App", kind, app.Name)
-}
-
-// notOwned reports a same-name object the App does not control: it is left
-// alone, and the error retries the App with backoff.
-func (c *Controller) notOwned(app *appv1beta1.App, kind string, live metav1.Object) error {
-	err := controller.NewNotOwnedError(kind, live)
-	c.recorder.Eventf(app, corev1.EventTypeWarning, appv1beta1.ReasonResourceExists, "Not managing %s %s: %v", kind, live.GetName(), err)
-	return err
-}
-
-// writeFailed reports a failed write. Conflicts and already-exists mean the
-// cache is behind: the retry sees the newer object and reports it, so they
-// get no event of their own.
+// writeFailed reports a failed write of the App's child of kind.
 func (c *Controller) writeFailed(app *appv1beta1.App, verb, kind string, err error) error {
-	if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) && !errors.Is(err, context.Canceled) {
-		c.recorder.Eventf(app, corev1.EventTypeWarning, "WriteFailed", "Failed to %s %s %s: %v", verb, kind, app.Name, err)
-	}
-	return fmt.Errorf("%s %s %s/%s: %w", verb, kind, app.Namespace, app.Name, err)
+	return controller.WriteFailed(c.recorder, app, "WriteFailed", verb, fmt.Sprintf("%s %s/%s", kind, app.Namespace, app.Name), err)
 }

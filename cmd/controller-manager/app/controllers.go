@@ -88,7 +88,7 @@ func newPipelineController(ctx context.Context, cc ControllerContext) (Controlle
 	)
 }
 
-func newAppController(ctx context.Context, cc ControllerContext) (Controller, error) {
+func newAppController(_ context.Context, cc ControllerContext) (Controller, error) {
 	kubeClient, err := cc.KubeClient(appcontroller.ControllerName)
 	if err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func newAppController(ctx context.Context, cc ControllerContext) (Controller, er
 	if err != nil {
 		return nil, err
 	}
-	return appcontroller.NewController(ctx,
+	return appcontroller.NewController(
 		cc.CRDInformerFactory.App().V1beta1().Apps(),
 		cc.InformerFactory.Apps().V1().Deployments(),
 		cc.InformerFactory.Core().V1().Services(),
