@@ -14,6 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/utils/ptr"
 
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
@@ -61,11 +64,10 @@ const (
 
 // children is the part of the world one Pipeline asks for.
 type children struct {
-	namespace   string
-	volume      *corev1.PersistentVolume
-	claim       *corev1.PersistentVolumeClaim
-	deployments []*appsv1.Deployment // one per step, in step order
-	services    []*corev1.Service    // one per step, in step order
+	volume      *corev1ac.PersistentVolumeApplyConfiguration
+	claim       *corev1ac.PersistentVolumeClaimApplyConfiguration
+	deployments []*appsv1ac.DeploymentApplyConfiguration // one per step, in step order
+	services    []*corev1ac.ServiceApplyConfiguration    // one per step, in step order
 }
 
 // targetNamespace is where the Pipeline's namespaced children live.
@@ -79,9 +81,8 @@ func targetNamespace(p *pipelinev1beta1.Pipeline, defaultNamespace string) strin
 // desiredChildren is every child the Pipeline asks for, in namespace.
 func desiredChildren(p *pipelinev1beta1.Pipeline, namespace string) children {
 	c := children{
-		namespace: namespace,
-		volume:    desiredPersistentVolume(p, namespace),
-		claim:     desiredPersistentVolumeClaim(p, namespace),
+		volume: desiredPersistentVolume(p, namespace),
+		claim:  desiredPersistentVolumeClaim(p, namespace),
 	}
 	for i := range p.Spec.Steps {
 		c.deployments = append(c.deployments, desiredDeployment(p, namespace, i))
@@ -104,124 +105,115 @@ func desiredNamespace(name string) *corev1.Namespace {
 // sub-directory named after the Pipeline. It is pre-bound to the claim
 // (claimRef) so that no other claim can take it, and Retain keeps the models
 // when the Pipeline goes.
-func desiredPersistentVolume(p *pipelinev1beta1.Pipeline, namespace string) *corev1.PersistentVolume {
+func desiredPersistentVolume(p *pipelinev1beta1.Pipeline, namespace string) *corev1ac.PersistentVolumeApplyConfiguration {
 	name := storageName(p, namespace)
 	csi := ptr.Deref(p.Spec.ModelStorage.CSIParameter, pipelinev1beta1.CSIParameter{})
-	return &corev1.PersistentVolume{
-		ObjectMeta: childMeta(p, "", name, storageLabels(p, name)),
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: storageSize(p)},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			VolumeMode:                    ptr.To(corev1.PersistentVolumeFilesystem),
-			ClaimRef:                      &corev1.ObjectReference{Namespace: namespace, Name: name},
-			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: CSIDriver,
+	return corev1ac.PersistentVolume(name).
+		WithLabels(storageLabels(p, name)).
+		WithOwnerReferences(controllerRef(p)).
+		WithSpec(corev1ac.PersistentVolumeSpec().
+			WithCapacity(corev1.ResourceList{corev1.ResourceStorage: storageSize(p)}).
+			WithAccessModes(corev1.ReadWriteMany).
+			WithPersistentVolumeReclaimPolicy(corev1.PersistentVolumeReclaimRetain).
+			WithVolumeMode(corev1.PersistentVolumeFilesystem).
+			WithClaimRef(corev1ac.ObjectReference().WithNamespace(namespace).WithName(name)).
+			WithCSI(corev1ac.CSIPersistentVolumeSource().
+				WithDriver(CSIDriver).
 				// The driver's handle format, {server}#{share}#{subDir}: unique per Pipeline.
-				VolumeHandle: strings.Join([]string{csi.Server, csi.Share, p.Name}, "#"),
-				VolumeAttributes: map[string]string{
+				WithVolumeHandle(strings.Join([]string{csi.Server, csi.Share, p.Name}, "#")).
+				WithVolumeAttributes(map[string]string{
 					"server": csi.Server,
 					"share":  csi.Share,
 					"subDir": p.Name,
-				},
-			}},
-		},
-	}
+				})))
 }
 
 // desiredPersistentVolumeClaim binds to the volume by name; the empty storage
 // class keeps the default class's provisioner away from it.
-func desiredPersistentVolumeClaim(p *pipelinev1beta1.Pipeline, namespace string) *corev1.PersistentVolumeClaim {
+func desiredPersistentVolumeClaim(p *pipelinev1beta1.Pipeline, namespace string) *corev1ac.PersistentVolumeClaimApplyConfiguration {
 	name := storageName(p, namespace)
-	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: childMeta(p, namespace, name, storageLabels(p, name)),
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: storageSize(p)}},
-			VolumeName:       name,
-			StorageClassName: ptr.To(""),
-			VolumeMode:       ptr.To(corev1.PersistentVolumeFilesystem),
-		},
-	}
+	return corev1ac.PersistentVolumeClaim(name, namespace).
+		WithLabels(storageLabels(p, name)).
+		WithOwnerReferences(controllerRef(p)).
+		WithSpec(corev1ac.PersistentVolumeClaimSpec().
+			WithAccessModes(corev1.ReadWriteMany).
+			WithResources(corev1ac.VolumeResourceRequirements().
+				WithRequests(corev1.ResourceList{corev1.ResourceStorage: storageSize(p)})).
+			WithVolumeName(name).
+			WithStorageClassName("").
+			WithVolumeMode(corev1.PersistentVolumeFilesystem))
 }
 
 // desiredDeployment runs step i (0-based) on the step's nodes, with the model
 // volume at /data and the address of the next step in DST.
-func desiredDeployment(p *pipelinev1beta1.Pipeline, namespace string, i int) *appsv1.Deployment {
+func desiredDeployment(p *pipelinev1beta1.Pipeline, namespace string, i int) *appsv1ac.DeploymentApplyConfiguration {
 	step := p.Spec.Steps[i]
 	name := stepName(p, step.Model)
 	labels := stepLabels(p, i)
 	port := listenPort(p)
 
-	env := []corev1.EnvVar{
-		{Name: EnvModelPath, Value: ModelMountPath + "/" + step.Model},
-		{Name: EnvListenPort, Value: strconv.Itoa(int(port))},
+	env := []*corev1ac.EnvVarApplyConfiguration{
+		corev1ac.EnvVar().WithName(EnvModelPath).WithValue(ModelMountPath + "/" + step.Model),
+		corev1ac.EnvVar().WithName(EnvListenPort).WithValue(strconv.Itoa(int(port))),
 	}
 	if i == 0 {
-		env = append(env, corev1.EnvVar{Name: EnvBegin, Value: "true"})
+		env = append(env, corev1ac.EnvVar().WithName(EnvBegin).WithValue("true"))
 	}
 	// The last step sends back to the first, closing the ring as the notes do.
 	next := p.Spec.Steps[(i+1)%len(p.Spec.Steps)]
-	env = append(env, corev1.EnvVar{Name: EnvDST, Value: fmt.Sprintf("%s.%s.svc:%d", stepName(p, next.Model), namespace, port)})
+	env = append(env, corev1ac.EnvVar().WithName(EnvDST).WithValue(fmt.Sprintf("%s.%s.svc:%d", stepName(p, next.Model), namespace, port)))
 
-	d := &appsv1.Deployment{
-		ObjectMeta: childMeta(p, namespace, name, labels),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(ptr.Deref(step.Replicas, 1)),
-			Selector: &metav1.LabelSelector{MatchLabels: stepSelector(p, step.Model)},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					Affinity: nodeAffinity(stepLocations(step)),
-					Volumes: []corev1.Volume{{
-						Name: volumeName,
-						VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
-							ClaimName: storageName(p, namespace),
-						}},
-					}},
-					Containers: []corev1.Container{{
-						Name:         containerName,
-						Image:        step.Image,
-						Args:         containerArgs(step.Args),
-						Env:          env,
-						Ports:        []corev1.ContainerPort{{Name: portName, ContainerPort: port, Protocol: corev1.ProtocolTCP}},
-						VolumeMounts: []corev1.VolumeMount{{Name: volumeName, MountPath: ModelMountPath}},
-					}},
-				},
-			},
-		},
+	pod := corev1ac.PodSpec().
+		WithVolumes(corev1ac.Volume().
+			WithName(volumeName).
+			WithPersistentVolumeClaim(corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(storageName(p, namespace)))).
+		WithContainers(corev1ac.Container().
+			WithName(containerName).
+			WithImage(step.Image).
+			WithArgs(containerArgs(step.Args)...).
+			WithEnv(env...).
+			WithPorts(corev1ac.ContainerPort().WithName(portName).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP)).
+			WithVolumeMounts(corev1ac.VolumeMount().WithName(volumeName).WithMountPath(ModelMountPath)))
+	if affinity := nodeAffinity(stepLocations(step)); affinity != nil {
+		pod.WithAffinity(affinity)
 	}
-	return d
+	return appsv1ac.Deployment(name, namespace).
+		WithLabels(labels).
+		WithOwnerReferences(controllerRef(p)).
+		WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(ptr.Deref(step.Replicas, 1)).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(stepSelector(p, step.Model))).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				WithLabels(labels).
+				WithSpec(pod)))
 }
 
 // desiredService exposes step i (0-based) on the listen port.
-func desiredService(p *pipelinev1beta1.Pipeline, namespace string, i int) *corev1.Service {
+func desiredService(p *pipelinev1beta1.Pipeline, namespace string, i int) *corev1ac.ServiceApplyConfiguration {
 	step := p.Spec.Steps[i]
 	port := listenPort(p)
-	return &corev1.Service{
-		ObjectMeta: childMeta(p, namespace, stepName(p, step.Model), stepLabels(p, i)),
-		Spec: corev1.ServiceSpec{
-			Selector: stepSelector(p, step.Model),
-			Ports: []corev1.ServicePort{{
-				Name:       portName,
-				Port:       port,
-				TargetPort: intstr.FromInt32(port),
-				Protocol:   corev1.ProtocolTCP,
-			}},
-		},
-	}
+	return corev1ac.Service(stepName(p, step.Model), namespace).
+		WithLabels(stepLabels(p, i)).
+		WithOwnerReferences(controllerRef(p)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithSelector(stepSelector(p, step.Model)).
+			WithPorts(corev1ac.ServicePort().
+				WithName(portName).
+				WithPort(port).
+				WithTargetPort(intstr.FromInt32(port)).
+				WithProtocol(corev1.ProtocolTCP)))
 }
 
-// childMeta is the metadata every child shares: name, labels and a
-// controller reference to the Pipeline (cluster-scoped owners may own
-// namespaced dependents).
-func childMeta(p *pipelinev1beta1.Pipeline, namespace, name string, labels map[string]string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name:            name,
-		Namespace:       namespace,
-		Labels:          labels,
-		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(p, pipelinev1beta1.SchemeGroupVersion.WithKind("Pipeline"))},
-	}
+// controllerRef makes the Pipeline the controller of a child (cluster-scoped
+// owners may own namespaced dependents).
+func controllerRef(p *pipelinev1beta1.Pipeline) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().
+		WithAPIVersion(pipelinev1beta1.SchemeGroupVersion.String()).
+		WithKind("Pipeline").
+		WithName(p.Name).
+		WithUID(p.UID).
+		WithController(true).
+		WithBlockOwnerDeletion(true)
 }
 
 // stepLabels are the labels of step i's Deployment, Service and pods.
@@ -280,21 +272,17 @@ func pipelineNodes(p *pipelinev1beta1.Pipeline) []string {
 }
 
 // nodeAffinity requires one of nodes; nil when the step may run anywhere.
-func nodeAffinity(nodes []string) *corev1.Affinity {
+func nodeAffinity(nodes []string) *corev1ac.AffinityApplyConfiguration {
 	if len(nodes) == 0 {
 		return nil
 	}
-	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{
-					Key:      corev1.LabelHostname,
-					Operator: corev1.NodeSelectorOpIn,
-					Values:   nodes,
-				}},
-			}},
-		},
-	}}
+	return corev1ac.Affinity().WithNodeAffinity(corev1ac.NodeAffinity().
+		WithRequiredDuringSchedulingIgnoredDuringExecution(corev1ac.NodeSelector().
+			WithNodeSelectorTerms(corev1ac.NodeSelectorTerm().
+				WithMatchExpressions(corev1ac.NodeSelectorRequirement().
+					WithKey(corev1.LabelHostname).
+					WithOperator(corev1.NodeSelectorOpIn).
+					WithValues(nodes...)))))
 }
 
 // containerArgs turns args into --key=value flags in sorted key order, so
@@ -387,5 +375,21 @@ func shortHash(s string) string {
 // creates exactly these.
 func DesiredChildren(p *pipelinev1beta1.Pipeline, namespace string) (*corev1.PersistentVolume, *corev1.PersistentVolumeClaim, []*appsv1.Deployment, []*corev1.Service) {
 	c := desiredChildren(p, namespace)
-	return c.volume, c.claim, c.deployments, c.services
+	deployments := make([]*appsv1.Deployment, len(c.deployments))
+	services := make([]*corev1.Service, len(c.services))
+	for i := range c.deployments {
+		deployments[i] = mustTyped[appsv1.Deployment](c.deployments[i])
+		services[i] = mustTyped[corev1.Service](c.services[i])
+	}
+	return mustTyped[corev1.PersistentVolume](c.volume), mustTyped[corev1.PersistentVolumeClaim](c.claim), deployments, services
+}
+
+// mustTyped is controller.Typed for apply configurations of the type itself,
+// which always convert.
+func mustTyped[T any](applyConfiguration any) *T {
+	obj, err := controller.Typed[T](applyConfiguration)
+	if err != nil {
+		panic(err)
+	}
+	return obj
 }

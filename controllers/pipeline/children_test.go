@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,11 +127,11 @@ func TestDesiredDeployments(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(p)
 			}
-			d := desiredDeployment(p, "ns", tc.step)
+			d := mustTyped[appsv1.Deployment](desiredDeployment(p, "ns", tc.step))
 			if d.Name != tc.wantName || d.Namespace != "ns" {
 				t.Errorf("name = %s/%s, want ns/%s", d.Namespace, d.Name, tc.wantName)
 			}
-			if !controller.IsControlledBy(d, p) {
+			if !metav1.IsControlledBy(d, p) {
 				t.Error("Deployment is not controlled by the Pipeline")
 			}
 			ref := metav1.GetControllerOf(d)
@@ -203,12 +204,12 @@ func TestDesiredDeployments(t *testing.T) {
 func TestDesiredService(t *testing.T) {
 	p := samplePipeline()
 	p.Spec.ListenPort = 7000
-	s := desiredService(p, "ns", 1)
-	d := desiredDeployment(p, "ns", 1)
+	s := mustTyped[corev1.Service](desiredService(p, "ns", 1))
+	d := mustTyped[appsv1.Deployment](desiredDeployment(p, "ns", 1))
 	if s.Name != d.Name || s.Namespace != "ns" {
 		t.Errorf("Service %s/%s, want the Deployment's name %s", s.Namespace, s.Name, d.Name)
 	}
-	if !controller.IsControlledBy(s, p) || s.Labels[LabelStep] != "2" || s.Labels[LabelPipeline] != p.Name {
+	if !metav1.IsControlledBy(s, p) || s.Labels[LabelStep] != "2" || s.Labels[LabelPipeline] != p.Name {
 		t.Errorf("metadata = %+v", s.ObjectMeta)
 	}
 	for k, v := range s.Spec.Selector {
@@ -223,15 +224,15 @@ func TestDesiredService(t *testing.T) {
 
 func TestDesiredStorage(t *testing.T) {
 	p := samplePipeline()
-	pv := desiredPersistentVolume(p, "ns")
-	pvc := desiredPersistentVolumeClaim(p, "ns")
+	pv := mustTyped[corev1.PersistentVolume](desiredPersistentVolume(p, "ns"))
+	pvc := mustTyped[corev1.PersistentVolumeClaim](desiredPersistentVolumeClaim(p, "ns"))
 	if pv.Name != pvc.Name || pvc.Namespace != "ns" || pv.Namespace != "" {
 		t.Fatalf("PV %q, PVC %s/%s: want one name, the claim in ns", pv.Name, pvc.Namespace, pvc.Name)
 	}
 	if !strings.HasPrefix(pv.Name, "facedetection-pipeline-models-") {
 		t.Errorf("PV name = %q", pv.Name)
 	}
-	if !controller.IsControlledBy(pv, p) || !controller.IsControlledBy(pvc, p) {
+	if !metav1.IsControlledBy(pv, p) || !metav1.IsControlledBy(pvc, p) {
 		t.Error("storage is not controlled by the Pipeline")
 	}
 	csi := pv.Spec.CSI

@@ -5,18 +5,19 @@
 package pipeline
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -41,29 +42,20 @@ const childBatchPeriod = time.Second
 // pinned to, so that a Node event finds the Pipelines that name it.
 const nodeIndex = "pipeline-by-node"
 
-// Kinds of children, as used in events and errors.
-const (
-	kindNamespace  = "Namespace"
-	kindVolume     = "PersistentVolume"
-	kindClaim      = "PersistentVolumeClaim"
-	kindDeployment = "Deployment"
-	kindService    = "Service"
-)
-
-// The resources the controller writes, as its consistency store knows them.
+// The resources the controller writes without a child adapter, as its
+// consistency store knows them.
 var (
-	pipelinesResource   = pipelinev1beta1.Resource("pipelines")
-	namespacesResource  = corev1.Resource("namespaces")
-	volumesResource     = corev1.Resource("persistentvolumes")
-	claimsResource      = corev1.Resource("persistentvolumeclaims")
-	deploymentsResource = appsv1.Resource("deployments")
-	servicesResource    = corev1.Resource("services")
+	pipelinesResource  = pipelinev1beta1.Resource("pipelines")
+	namespacesResource = corev1.Resource("namespaces")
 )
 
 var pipelineGroupKind = pipelinev1beta1.Kind("Pipeline")
 
 // Controller keeps the children of every Pipeline.
 type Controller struct {
+	controller.Base
+	// kubeClient creates namespaces: they are not children, and an existing
+	// one, even without the controller's label, is never written.
 	kubeClient kubernetes.Interface
 	crdClient  versioned.Interface
 	recorder   record.EventRecorder
@@ -71,22 +63,19 @@ type Controller struct {
 
 	pipelines       pipelinelisters.PipelineLister
 	pipelineIndexer cache.Indexer
-	deployments     appslisters.DeploymentLister
-	services        corelisters.ServiceLister
-	claims          corelisters.PersistentVolumeClaimLister
-	volumes         corelisters.PersistentVolumeLister
 	namespaces      corelisters.NamespaceLister
 	nodes           corelisters.NodeLister
-	cachesSynced    []cache.InformerSynced
+	volumes         *controller.Children[*corev1.PersistentVolume, *corev1ac.PersistentVolumeApplyConfiguration]
+	claims          *controller.Children[*corev1.PersistentVolumeClaim, *corev1ac.PersistentVolumeClaimApplyConfiguration]
+	deployments     *controller.Children[*appsv1.Deployment, *appsv1ac.DeploymentApplyConfiguration]
+	services        *controller.Children[*corev1.Service, *corev1ac.ServiceApplyConfiguration]
 
 	consistency *controller.ConsistencyStore
-	queue       controller.Queue
 }
 
 // NewController builds the controller and registers its event handlers and
 // the node index on the shared informers; it starts nothing.
 func NewController(
-	ctx context.Context,
 	pipelines pipelineinformers.PipelineInformer,
 	deployments appsinformers.DeploymentInformer,
 	services coreinformers.ServiceInformer,
@@ -100,44 +89,60 @@ func NewController(
 	opts Options,
 ) (*Controller, error) {
 	c := &Controller{
+		Base:            controller.NewBase(ControllerName, opts.Workers),
 		kubeClient:      kubeClient,
 		crdClient:       crdClient,
 		recorder:        recorder,
 		opts:            opts,
 		pipelines:       pipelines.Lister(),
 		pipelineIndexer: pipelines.Informer().GetIndexer(),
-		deployments:     deployments.Lister(),
-		services:        services.Lister(),
-		claims:          claims.Lister(),
-		volumes:         volumes.Lister(),
 		namespaces:      namespaces.Lister(),
 		nodes:           nodes.Lister(),
-		cachesSynced: []cache.InformerSynced{
-			pipelines.Informer().HasSynced, deployments.Informer().HasSynced,
-			services.Informer().HasSynced, claims.Informer().HasSynced,
-			volumes.Informer().HasSynced, namespaces.Informer().HasSynced,
-			nodes.Informer().HasSynced,
-		},
+		volumes: controller.NewChildren("PersistentVolume", corev1.Resource("persistentvolumes"), volumes.Informer(),
+			func(string) controller.ChildClient[*corev1.PersistentVolume, *corev1ac.PersistentVolumeApplyConfiguration] {
+				return kubeClient.CoreV1().PersistentVolumes()
+			}),
+		claims: controller.NewChildren("PersistentVolumeClaim", corev1.Resource("persistentvolumeclaims"), claims.Informer(),
+			func(namespace string) controller.ChildClient[*corev1.PersistentVolumeClaim, *corev1ac.PersistentVolumeClaimApplyConfiguration] {
+				return kubeClient.CoreV1().PersistentVolumeClaims(namespace)
+			}),
+		deployments: controller.NewChildren("Deployment", appsv1.Resource("deployments"), deployments.Informer(),
+			func(namespace string) controller.ChildClient[*appsv1.Deployment, *appsv1ac.DeploymentApplyConfiguration] {
+				return kubeClient.AppsV1().Deployments(namespace)
+			}),
+		services: controller.NewChildren("Service", corev1.Resource("services"), services.Informer(),
+			func(namespace string) controller.ChildClient[*corev1.Service, *corev1ac.ServiceApplyConfiguration] {
+				return kubeClient.CoreV1().Services(namespace)
+			}),
 		consistency: controller.NewConsistencyStore(map[schema.GroupResource]cache.Store{
-			pipelinesResource:   pipelines.Informer().GetStore(),
-			namespacesResource:  namespaces.Informer().GetStore(),
-			volumesResource:     volumes.Informer().GetStore(),
-			claimsResource:      claims.Informer().GetStore(),
-			deploymentsResource: deployments.Informer().GetStore(),
-			servicesResource:    services.Informer().GetStore(),
+			pipelinesResource:                         pipelines.Informer().GetStore(),
+			namespacesResource:                        namespaces.Informer().GetStore(),
+			corev1.Resource("persistentvolumes"):      volumes.Informer().GetStore(),
+			corev1.Resource("persistentvolumeclaims"): claims.Informer().GetStore(),
+			appsv1.Resource("deployments"):            deployments.Informer().GetStore(),
+			corev1.Resource("services"):               services.Informer().GetStore(),
 		}, controller.DefaultConsistencyTimeout),
-		queue: controller.NewQueue(ControllerName),
 	}
+	c.Synced = []cache.InformerSynced{
+		pipelines.Informer().HasSynced, deployments.Informer().HasSynced,
+		services.Informer().HasSynced, claims.Informer().HasSynced,
+		volumes.Informer().HasSynced, namespaces.Informer().HasSynced,
+		nodes.Informer().HasSynced,
+	}
+	c.Reconcile = c.sync
+	c.GiveUp = controller.GiveUpEvent(recorder, func(key controller.Key) (runtime.Object, error) {
+		return c.pipelines.Get(key.Name)
+	}, "Giving up after repeated failures until the Pipeline or a child changes")
 
 	if err := pipelines.Informer().AddIndexers(cache.Indexers{nodeIndex: indexByNode}); err != nil {
 		return nil, fmt.Errorf("adding the node index to the Pipeline informer: %w", err)
 	}
-	if _, err := pipelines.Informer().AddEventHandler(pipelineHandler(c.queue)); err != nil {
+	if _, err := pipelines.Informer().AddEventHandler(pipelineHandler(c.Queue)); err != nil {
 		return nil, err
 	}
 	// Children, mapped to the Pipeline that controls them, after
 	// childBatchPeriod.
-	childHandler := controller.EnqueueControllerOf(batchedQueue{Queue: c.queue, period: childBatchPeriod}, pipelineGroupKind, true)
+	childHandler := controller.EnqueueControllerOf(batchedQueue{Queue: c.Queue, period: childBatchPeriod}, pipelineGroupKind, true)
 	for _, informer := range []cache.SharedIndexInformer{deployments.Informer(), services.Informer(), claims.Informer(), volumes.Informer()} {
 		if _, err := informer.AddEventHandler(childHandler); err != nil {
 			return nil, err
@@ -145,7 +150,7 @@ func NewController(
 	}
 	// Only a node appearing or going changes what a Pipeline reports; its
 	// status heartbeats do not, so updates are not mapped.
-	nodeHandler := controller.EnqueueMapped(c.queue, c.pipelinesOnNode)
+	nodeHandler := controller.EnqueueMapped(c.Queue, c.pipelinesOnNode)
 	nodeHandler.UpdateFunc = nil
 	if _, err := nodes.Informer().AddEventHandler(nodeHandler); err != nil {
 		return nil, err
@@ -203,32 +208,4 @@ func (c *Controller) pipelinesOnNode(node metav1.Object) []controller.Key {
 		}
 	}
 	return keys
-}
-
-// Name implements the manager's Controller.
-func (c *Controller) Name() string { return ControllerName }
-
-// QueueLen reports the queue depth for /debug/controllers.
-func (c *Controller) QueueLen() int { return c.queue.Len() }
-
-// Run waits for the caches, then reconciles until ctx is done.
-func (c *Controller) Run(ctx context.Context) {
-	defer c.queue.ShutDown()
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.cachesSynced...) {
-		return
-	}
-	w := controller.Worker{
-		Name:      ControllerName,
-		Queue:     c.queue,
-		Reconcile: c.sync,
-		OnGiveUp:  c.giveUp,
-	}
-	w.Run(ctx, c.opts.Workers)
-}
-
-// giveUp tells the Pipeline's owner that it could not be reconciled.
-func (c *Controller) giveUp(_ context.Context, key controller.Key, err error) {
-	if p, getErr := c.pipelines.Get(key.Name); getErr == nil {
-		c.recorder.Eventf(p, corev1.EventTypeWarning, "ReconcileFailed", "Giving up after repeated failures until the Pipeline or a child changes: %v", err)
-	}
 }

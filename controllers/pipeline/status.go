@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/pkg/controller"
@@ -58,7 +59,7 @@ func computeStatus(p *pipelinev1beta1.Pipeline, obs observed, now metav1.Time) p
 	for _, s := range obs.steps {
 		st := pipelinev1beta1.StepStatus{Model: s.model, DeploymentName: s.deploymentName, ServiceName: s.serviceName}
 		if s.deployment != nil {
-			st.Replicas = replicasOf(s.deployment)
+			st.Replicas = ptr.Deref(s.deployment.Spec.Replicas, 1)
 			st.ReadyReplicas = s.deployment.Status.ReadyReplicas
 		}
 		status.Steps = append(status.Steps, st)
@@ -135,7 +136,7 @@ func stepsCondition(obs observed) metav1.Condition {
 		case d.DeletionTimestamp != nil:
 			problem = deployment + " is being deleted"
 		case !deploymentReady(d):
-			problem = fmt.Sprintf("%d/%d replicas ready", d.Status.ReadyReplicas, replicasOf(d))
+			problem = fmt.Sprintf("%d/%d replicas ready", d.Status.ReadyReplicas, ptr.Deref(d.Spec.Replicas, 1))
 		case s.service == nil:
 			// The previous step's DST names it: without it the chain is broken.
 			problem = absent(fmt.Sprintf("Service %s/%s", obs.namespace, s.serviceName), s.serviceErr)
@@ -182,17 +183,10 @@ func absent(what string, err error) string {
 // deploymentReady reports whether a Deployment has rolled out its current
 // spec and all its replicas are ready, as kubectl rollout status decides.
 func deploymentReady(d *appsv1.Deployment) bool {
-	want := replicasOf(d)
+	want := ptr.Deref(d.Spec.Replicas, 1)
 	s := d.Status
 	return s.ObservedGeneration >= d.Generation &&
 		s.UpdatedReplicas == want && s.Replicas == want && s.ReadyReplicas >= want
-}
-
-func replicasOf(d *appsv1.Deployment) int32 {
-	if d.Spec.Replicas == nil {
-		return 1
-	}
-	return *d.Spec.Replicas
 }
 
 func degradedCondition(obs observed) metav1.Condition {

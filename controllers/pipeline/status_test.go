@@ -36,7 +36,7 @@ func world(p *pipelinev1beta1.Pipeline) observed {
 	for i, s := range p.Spec.Steps {
 		obs.steps = append(obs.steps, observedStep{
 			model: s.Model, deploymentName: stepName(p, s.Model), serviceName: stepName(p, s.Model),
-			deployment: deploymentWith(1, 1), service: desiredService(p, "ns", i),
+			deployment: deploymentWith(1, 1), service: mustTyped[corev1.Service](desiredService(p, "ns", i)),
 		})
 	}
 	return obs

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -61,26 +60,26 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		}
 	}
 
-	obs.volume, obs.volumeErr = syncChild(ctx, c, p, c.volumeOps(), want.volume)
+	obs.volume, obs.volumeErr = syncChild(ctx, c, p, c.volumes, want.volume)
 	record(obs.volumeErr)
 
 	namespaceReady, err := c.ensureNamespace(ctx, p, namespace)
 	record(err)
 	if namespaceReady {
-		obs.claim, obs.claimErr = syncChild(ctx, c, p, c.claimOps(), want.claim)
+		obs.claim, obs.claimErr = syncChild(ctx, c, p, c.claims, want.claim)
 		record(obs.claimErr)
 	}
 	for i, step := range p.Spec.Steps {
 		s := observedStep{
 			model:          step.Model,
-			deploymentName: want.deployments[i].Name,
-			serviceName:    want.services[i].Name,
+			deploymentName: *want.deployments[i].GetName(),
+			serviceName:    *want.services[i].GetName(),
 			missingNodes:   c.missingNodes(stepLocations(step)),
 		}
 		if namespaceReady {
-			s.deployment, s.deploymentErr = syncChild(ctx, c, p, c.deploymentOps(), want.deployments[i])
+			s.deployment, s.deploymentErr = syncChild(ctx, c, p, c.deployments, want.deployments[i])
 			record(s.deploymentErr)
-			s.service, s.serviceErr = syncChild(ctx, c, p, c.serviceOps(), want.services[i])
+			s.service, s.serviceErr = syncChild(ctx, c, p, c.services, want.services[i])
 			record(s.serviceErr)
 		}
 		obs.steps = append(obs.steps, s)
@@ -90,10 +89,10 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	// step, the old namespace's children) goes only once everything wanted
 	// is in place, so a failed move does not take the Pipeline down.
 	if len(obs.conflicts) == 0 && len(obs.failures) == 0 {
-		record(deleteUnwanted(ctx, c, p, c.volumeOps(), want))
-		record(deleteUnwanted(ctx, c, p, c.claimOps(), want))
-		record(deleteUnwanted(ctx, c, p, c.deploymentOps(), want))
-		record(deleteUnwanted(ctx, c, p, c.serviceOps(), want))
+		record(deleteUnwanted(ctx, c, p, c.volumes, []*corev1ac.PersistentVolumeApplyConfiguration{want.volume}))
+		record(deleteUnwanted(ctx, c, p, c.claims, []*corev1ac.PersistentVolumeClaimApplyConfiguration{want.claim}))
+		record(deleteUnwanted(ctx, c, p, c.deployments, want.deployments))
+		record(deleteUnwanted(ctx, c, p, c.services, want.services))
 	}
 
 	status := computeStatus(p, obs, metav1.NewTime(time.Now().Truncate(time.Second)))
@@ -126,7 +125,7 @@ func (c *Controller) ensureNamespace(ctx context.Context, p *pipelinev1beta1.Pip
 		return true, nil // the cache is behind; a terminating one shows in the writes
 	}
 	if err != nil {
-		return false, c.writeFailed(p, "create", kindNamespace, desiredNamespace(name), err)
+		return false, c.writeFailed(p, "create", "Namespace", "", name, err)
 	}
 	c.consistency.Wrote(p, namespacesResource, created)
 	klog.FromContext(ctx).V(2).Info("Created namespace", "namespace", name)
@@ -160,221 +159,67 @@ func (c *Controller) updateStatus(ctx context.Context, p *pipelinev1beta1.Pipeli
 	return nil
 }
 
-// childOps is what syncChild and deleteUnwanted need to know about one kind
-// of child: how to read it from the cache and how to write it.
-type childOps[T metav1.Object] struct {
-	kind        string
-	resource    schema.GroupResource
-	get         func(namespace, name string) (T, error)
-	list        func(selector labels.Selector) ([]T, error)
-	create      func(ctx context.Context, obj T) (T, error)
-	update      func(ctx context.Context, obj T) (T, error)
-	delete      func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
-	needsUpdate func(desired, live T) bool
-	merge       func(desired, live T) T
-}
-
-// syncChild creates desired if it is missing, updates it if it drifted in a
-// field the controller sets, and returns the child as last observed (zero
-// when it is missing or not ours). A same-name object the Pipeline does not
-// control is never touched: that is a NotOwnedError.
-func syncChild[T metav1.Object](ctx context.Context, c *Controller, p *pipelinev1beta1.Pipeline, ops childOps[T], desired T) (T, error) {
+// syncChild applies desired for the Pipeline and returns the child as last
+// observed (nil when it is missing or not ours). A same-name object the
+// Pipeline does not control is never touched: that is a NotOwnedError.
+func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx context.Context, c *Controller, p *pipelinev1beta1.Pipeline,
+	children *controller.Children[T, AC], desired AC) (T, error) {
 	var none T
-	logger := klog.FromContext(ctx).WithValues("kind", ops.kind, "child", klog.KObj(desired))
-	live, found, err := lookup(ops, desired.GetNamespace(), desired.GetName())
-	switch {
-	case err != nil:
+	namespace, name := ptr.Deref(desired.GetNamespace(), ""), ptr.Deref(desired.GetName(), "")
+	live, found, err := children.Get(namespace, name)
+	if err != nil {
 		return none, err
-	case !found:
-		created, err := ops.create(ctx, desired)
-		if err != nil {
-			return none, c.writeFailed(p, "create", ops.kind, desired, err)
-		}
-		c.consistency.Wrote(p, ops.resource, created)
-		logger.V(2).Info("Created child")
-		return created, nil
-	case !controller.IsControlledBy(live, p):
-		return none, controller.NewNotOwnedError(ops.kind, live)
-	case live.GetDeletionTimestamp() != nil:
-		// Someone deleted it; its delete event brings the Pipeline back
-		// to create a new one.
-		return live, nil
-	case ops.needsUpdate(desired, live):
-		updated, err := ops.update(ctx, ops.merge(desired, live))
-		if err != nil {
-			return live, c.writeFailed(p, "update", ops.kind, desired, err)
-		}
-		c.consistency.Wrote(p, ops.resource, updated)
-		logger.V(2).Info("Updated child to match the Pipeline")
-		return updated, nil
-	default:
-		return live, nil
 	}
+	if !found {
+		live = none
+	}
+	written, write, err := children.Apply(ctx, p, desired, live)
+	var notOwned *controller.NotOwnedError
+	switch {
+	case errors.As(err, &notOwned):
+		return none, err
+	case err != nil:
+		return none, c.writeFailed(p, write.Verb(), children.Kind, namespace, name, err)
+	case write != controller.Unchanged:
+		c.consistency.Wrote(p, children.Resource, written)
+	}
+	return written, nil
 }
 
-// deleteUnwanted deletes the children of kind that the Pipeline controls
-// but no longer wants, found by the pipeline label. The UID precondition
-// keeps a same-name object created since the cache saw ours safe.
-func deleteUnwanted[T metav1.Object](ctx context.Context, c *Controller, p *pipelinev1beta1.Pipeline, ops childOps[T], want children) error {
-	selector := labels.SelectorFromSet(labels.Set{LabelPipeline: pipelineLabelValue(p.Name)})
-	objs, err := ops.list(selector)
+// deleteUnwanted deletes the children of one kind that the Pipeline controls
+// but no longer wants, found by the pipeline label.
+func deleteUnwanted[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx context.Context, c *Controller, p *pipelinev1beta1.Pipeline,
+	children *controller.Children[T, AC], want []AC) error {
+	objs, err := children.List(labels.SelectorFromSet(labels.Set{LabelPipeline: pipelineLabelValue(p.Name)}))
 	if err != nil {
-		return fmt.Errorf("listing %ss of Pipeline %s from the cache: %w", ops.kind, p.Name, err)
+		return err
 	}
-	wanted := want.names(ops.kind)
+	wanted := map[types.NamespacedName]bool{}
+	for _, w := range want {
+		wanted[types.NamespacedName{Namespace: ptr.Deref(w.GetNamespace(), ""), Name: ptr.Deref(w.GetName(), "")}] = true
+	}
 	var errs []error
 	for _, obj := range objs {
-		ref := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-		if wanted[ref] || !controller.IsControlledBy(obj, p) || obj.GetDeletionTimestamp() != nil {
+		if wanted[types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}] {
 			continue
 		}
-		uid := obj.GetUID()
-		err := ops.delete(ctx, ref.Namespace, ref.Name, metav1.DeleteOptions{
-			Preconditions:     &metav1.Preconditions{UID: &uid},
-			PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
-		})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, c.writeFailed(p, "delete", ops.kind, obj, err))
+		deleted, err := children.Delete(ctx, p, obj)
+		if err != nil {
+			errs = append(errs, c.writeFailed(p, "delete", children.Kind, obj.GetNamespace(), obj.GetName(), err))
 			continue
 		}
-		c.consistency.Deleted(p, ops.resource, obj)
-		klog.FromContext(ctx).V(2).Info("Deleted child the Pipeline no longer wants", "kind", ops.kind, "child", klog.KObj(obj))
+		if deleted {
+			c.consistency.Deleted(p, children.Resource, obj)
+		}
 	}
 	return errors.Join(errs...)
 }
 
-// lookup reads a child from the cache.
-func lookup[T metav1.Object](ops childOps[T], namespace, name string) (T, bool, error) {
-	var none T
-	obj, err := ops.get(namespace, name)
-	switch {
-	case apierrors.IsNotFound(err):
-		return none, false, nil
-	case err != nil:
-		return none, false, fmt.Errorf("reading %s %s/%s from the cache: %w", ops.kind, namespace, name, err)
+// writeFailed reports a failed write of the Pipeline's child.
+func (c *Controller) writeFailed(p *pipelinev1beta1.Pipeline, verb, kind, namespace, name string, err error) error {
+	what := kind + " " + name
+	if namespace != "" {
+		what = kind + " " + namespace + "/" + name
 	}
-	return obj, true, nil
-}
-
-// names are the namespace/names of the wanted children of kind.
-func (w children) names(kind string) map[types.NamespacedName]bool {
-	out := map[types.NamespacedName]bool{}
-	add := func(o metav1.Object) {
-		out[types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}] = true
-	}
-	switch kind {
-	case kindVolume:
-		add(w.volume)
-	case kindClaim:
-		add(w.claim)
-	case kindDeployment:
-		for _, d := range w.deployments {
-			add(d)
-		}
-	case kindService:
-		for _, s := range w.services {
-			add(s)
-		}
-	}
-	return out
-}
-
-// writeFailed reports a failed write. Conflicts and already-exists mean the
-// cache is behind: the retry will see the newer object, so no event.
-func (c *Controller) writeFailed(p *pipelinev1beta1.Pipeline, verb, kind string, obj metav1.Object, err error) error {
-	what := kind + " " + obj.GetName()
-	if obj.GetNamespace() != "" {
-		what = kind + " " + obj.GetNamespace() + "/" + obj.GetName()
-	}
-	if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) && !errors.Is(err, context.Canceled) {
-		c.recorder.Eventf(p, corev1.EventTypeWarning, pipelinev1beta1.ReasonReconcileFailed, "Failed to %s %s: %v", verb, what, err)
-	}
-	return fmt.Errorf("%s %s: %w", verb, what, err)
-}
-
-func (c *Controller) volumeOps() childOps[*corev1.PersistentVolume] {
-	client := c.kubeClient.CoreV1().PersistentVolumes()
-	return childOps[*corev1.PersistentVolume]{
-		kind:     kindVolume,
-		resource: volumesResource,
-		get:      func(_, name string) (*corev1.PersistentVolume, error) { return c.volumes.Get(name) },
-		list:     c.volumes.List,
-		create: func(ctx context.Context, obj *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
-			return client.Create(ctx, obj, metav1.CreateOptions{FieldManager: controller.FieldManager})
-		},
-		update: func(ctx context.Context, obj *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
-			return client.Update(ctx, obj, metav1.UpdateOptions{FieldManager: controller.FieldManager})
-		},
-		delete: func(ctx context.Context, _, name string, opts metav1.DeleteOptions) error {
-			return client.Delete(ctx, name, opts)
-		},
-		needsUpdate: volumeNeedsUpdate,
-		merge:       mergeVolume,
-	}
-}
-
-func (c *Controller) claimOps() childOps[*corev1.PersistentVolumeClaim] {
-	return childOps[*corev1.PersistentVolumeClaim]{
-		kind:     kindClaim,
-		resource: claimsResource,
-		get: func(namespace, name string) (*corev1.PersistentVolumeClaim, error) {
-			return c.claims.PersistentVolumeClaims(namespace).Get(name)
-		},
-		list: c.claims.List,
-		create: func(ctx context.Context, obj *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
-			return c.kubeClient.CoreV1().PersistentVolumeClaims(obj.Namespace).Create(ctx, obj, metav1.CreateOptions{FieldManager: controller.FieldManager})
-		},
-		update: func(ctx context.Context, obj *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
-			return c.kubeClient.CoreV1().PersistentVolumeClaims(obj.Namespace).Update(ctx, obj, metav1.UpdateOptions{FieldManager: controller.FieldManager})
-		},
-		delete: func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
-			return c.kubeClient.CoreV1().PersistentVolumeClaims(namespace).Delete(ctx, name, opts)
-		},
-		needsUpdate: claimNeedsUpdate,
-		merge:       mergeClaim,
-	}
-}
-
-func (c *Controller) deploymentOps() childOps[*appsv1.Deployment] {
-	return childOps[*appsv1.Deployment]{
-		kind:     kindDeployment,
-		resource: deploymentsResource,
-		get: func(namespace, name string) (*appsv1.Deployment, error) {
-			return c.deployments.Deployments(namespace).Get(name)
-		},
-		list: c.deployments.List,
-		create: func(ctx context.Context, obj *appsv1.Deployment) (*appsv1.Deployment, error) {
-			return c.kubeClient.AppsV1().Deployments(obj.Namespace).Create(ctx, obj, metav1.CreateOptions{FieldManager: controller.FieldManager})
-		},
-		update: func(ctx context.Context, obj *appsv1.Deployment) (*appsv1.Deployment, error) {
-			return c.kubeClient.AppsV1().Deployments(obj.Namespace).Update(ctx, obj, metav1.UpdateOptions{FieldManager: controller.FieldManager})
-		},
-		delete: func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
-			return c.kubeClient.AppsV1().Deployments(namespace).Delete(ctx, name, opts)
-		},
-		needsUpdate: deploymentNeedsUpdate,
-		merge:       mergeDeployment,
-	}
-}
-
-func (c *Controller) serviceOps() childOps[*corev1.Service] {
-	return childOps[*corev1.Service]{
-		kind:     kindService,
-		resource: servicesResource,
-		get: func(namespace, name string) (*corev1.Service, error) {
-			return c.services.Services(namespace).Get(name)
-		},
-		list: c.services.List,
-		create: func(ctx context.Context, obj *corev1.Service) (*corev1.Service, error) {
-			return c.kubeClient.CoreV1().Services(obj.Namespace).Create(ctx, obj, metav1.CreateOptions{FieldManager: controller.FieldManager})
-		},
-		update: func(ctx context.Context, obj *corev1.Service) (*corev1.Service, error) {
-			return c.kubeClient.CoreV1().Services(obj.Namespace).Update(ctx, obj, metav1.UpdateOptions{FieldManager: controller.FieldManager})
-		},
-		delete: func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
-			return c.kubeClient.CoreV1().Services(namespace).Delete(ctx, name, opts)
-		},
-		needsUpdate: serviceNeedsUpdate,
-		merge:       mergeService,
-	}
+	return controller.WriteFailed(c.recorder, p, pipelinev1beta1.ReasonReconcileFailed, verb, what, err)
 }

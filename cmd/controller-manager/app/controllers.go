@@ -63,7 +63,7 @@ func newCleanupController(_ context.Context, cc ControllerContext) (Controller, 
 	), nil
 }
 
-func newPipelineController(ctx context.Context, cc ControllerContext) (Controller, error) {
+func newPipelineController(_ context.Context, cc ControllerContext) (Controller, error) {
 	kubeClient, err := cc.KubeClient(pipeline.ControllerName)
 	if err != nil {
 		return nil, err
@@ -73,7 +73,7 @@ func newPipelineController(ctx context.Context, cc ControllerContext) (Controlle
 		return nil, err
 	}
 	core := cc.InformerFactory.Core().V1()
-	return pipeline.NewController(ctx,
+	return pipeline.NewController(
 		cc.CRDInformerFactory.Pipeline().V1beta1().Pipelines(),
 		cc.InformerFactory.Apps().V1().Deployments(),
 		core.Services(),

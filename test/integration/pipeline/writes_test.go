@@ -35,14 +35,24 @@ func countWrites(m *framework.Manager) writeCounts {
 			c.status += n
 		case strings.Contains(path, "/events"):
 			c.events += n
-		case strings.HasSuffix(path, "/persistentvolumes") || strings.HasSuffix(path, "/persistentvolumeclaims") ||
-			strings.HasSuffix(path, "/deployments") || strings.HasSuffix(path, "/services"):
+		case isChildWrite(path):
 			c.children += n
 		default:
 			c.other += n
 		}
 	}
 	return c
+}
+
+// isChildWrite reports whether path is a child's collection (a create) or a
+// child (an apply, creates included, or a delete).
+func isChildWrite(path string) bool {
+	for _, resource := range []string{"persistentvolumes", "persistentvolumeclaims", "deployments", "services"} {
+		if strings.HasSuffix(path, "/"+resource) || strings.Contains(path, "/"+resource+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func (c writeCounts) total() int { return c.children + c.status + c.events + c.other }

@@ -8,7 +8,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/ndsl/controller-manager/pkg/controller"
 )
+
+// The controller applies a child when the cached object lacks a field the
+// desired one sets, or when the desired fields changed (AppliedHash): the
+// API server's apply then merges, keeping server defaults and what others
+// set, and drops what the controller no longer sets.
 
 // serverDefaulted adds what the API server and other controllers add to a
 // Deployment the controller created: none of it is drift.
@@ -35,11 +42,29 @@ func serverDefaultedDeployment(d *appsv1.Deployment) *appsv1.Deployment {
 	return live
 }
 
-func TestDeploymentNeedsUpdate(t *testing.T) {
+func upToDate(t *testing.T, desired, live any) bool {
+	t.Helper()
+	ok, err := controller.UpToDate(desired, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+func appliedHash(t *testing.T, desired any) string {
+	t.Helper()
+	h, err := controller.AppliedHash(desired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestDeploymentDrift(t *testing.T) {
 	p := samplePipeline()
 	desired := desiredDeployment(p, "ns", 0)
-	live := serverDefaultedDeployment(desired)
-	if deploymentNeedsUpdate(desired, live) {
+	live := serverDefaultedDeployment(mustTyped[appsv1.Deployment](desired))
+	if !upToDate(t, desired, live) {
 		t.Fatal("server defaults and others' labels and annotations counted as drift")
 	}
 
@@ -64,114 +89,98 @@ func TestDeploymentNeedsUpdate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			drifted := live.DeepCopy()
 			drift(drifted)
-			if !deploymentNeedsUpdate(desired, drifted) {
+			if upToDate(t, desired, drifted) {
 				t.Fatal("drift not detected")
-			}
-			merged := mergeDeployment(desired, drifted)
-			if deploymentNeedsUpdate(desired, merged) {
-				t.Fatal("merge did not repair the drift")
-			}
-			if merged.Labels["team"] != "added-by-someone" || merged.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] != "now" {
-				t.Error("merge dropped what others set")
-			}
-			if merged.Spec.Template.Spec.TerminationGracePeriodSeconds == nil {
-				t.Error("merge dropped server defaults")
 			}
 		})
 	}
 
 	// The first step that stops being first loses BEGIN; a step that loses
-	// its locations loses its affinity; a new image is pulled as the server decides.
+	// its locations loses its affinity: the desired fields change, so the
+	// controller applies, and the apply drops what it no longer sets.
 	reordered := samplePipeline()
 	reordered.Spec.Steps[0], reordered.Spec.Steps[1] = reordered.Spec.Steps[1], reordered.Spec.Steps[0]
 	reordered.Spec.Steps[1].Location = ""
 	reordered.Spec.Steps[1].Image = "nginx:1.27"
 	want := desiredDeployment(reordered, "ns", 1)
-	if want.Name != desired.Name {
-		t.Fatalf("reordering renamed the step: %s -> %s", desired.Name, want.Name)
+	if *want.GetName() != *desired.GetName() {
+		t.Fatalf("reordering renamed the step: %s -> %s", *desired.GetName(), *want.GetName())
 	}
-	if !deploymentNeedsUpdate(want, live) {
+	if upToDate(t, want, live) {
 		t.Fatal("reorder not detected")
 	}
-	merged := mergeDeployment(want, live)
-	if _, ok := envMap(merged.Spec.Template.Spec.Containers[0].Env)[EnvBegin]; ok {
+	if _, ok := envMap(mustTyped[appsv1.Deployment](want).Spec.Template.Spec.Containers[0].Env)[EnvBegin]; ok {
 		t.Error("BEGIN kept on a step that is no longer first")
 	}
-	if merged.Spec.Template.Spec.Affinity != nil {
-		t.Errorf("affinity kept: %+v", merged.Spec.Template.Spec.Affinity)
+	if mustTyped[appsv1.Deployment](want).Spec.Template.Spec.Affinity != nil {
+		t.Error("affinity kept on a step without locations")
 	}
-	if merged.Spec.Template.Spec.Containers[0].ImagePullPolicy != "" {
-		t.Error("the old image's pull policy was kept for the new image")
+	if got := mustTyped[appsv1.Deployment](want).Labels[LabelStep]; got != "2" {
+		t.Errorf("step label = %s, want 2", got)
 	}
-	if merged.Labels[LabelStep] != "2" {
-		t.Errorf("step label = %s, want 2", merged.Labels[LabelStep])
+	unpinned := samplePipeline()
+	unpinned.Spec.Steps[0].Location = ""
+	if appliedHash(t, desiredDeployment(unpinned, "ns", 0)) == appliedHash(t, desired) {
+		t.Error("losing its locations does not change what the step is applied with: the affinity would stay")
 	}
 }
 
-func TestServiceNeedsUpdate(t *testing.T) {
+func TestServiceDrift(t *testing.T) {
 	desired := desiredService(samplePipeline(), "ns", 0)
-	live := desired.DeepCopy()
+	live := mustTyped[corev1.Service](desired)
 	live.Spec.ClusterIP, live.Spec.ClusterIPs = "10.96.0.10", []string{"10.96.0.10"}
 	live.Spec.Type = corev1.ServiceTypeClusterIP
 	live.Spec.SessionAffinity = corev1.ServiceAffinityNone
 	live.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
 	live.Spec.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyCluster)
-	if serviceNeedsUpdate(desired, live) {
+	if !upToDate(t, desired, live) {
 		t.Fatal("server defaults counted as drift")
 	}
 	drifted := live.DeepCopy()
 	drifted.Spec.Ports[0].TargetPort = intstr.FromInt32(1)
 	drifted.Spec.Selector = map[string]string{"app": "other"}
-	if !serviceNeedsUpdate(desired, drifted) {
+	if upToDate(t, desired, drifted) {
 		t.Fatal("drift not detected")
-	}
-	merged := mergeService(desired, drifted)
-	if serviceNeedsUpdate(desired, merged) || merged.Spec.ClusterIP != "10.96.0.10" {
-		t.Errorf("merge: %+v", merged.Spec)
 	}
 	morePorts := live.DeepCopy()
 	morePorts.Spec.Ports = append(morePorts.Spec.Ports, corev1.ServicePort{Name: "extra", Port: 1})
-	if !serviceNeedsUpdate(desired, morePorts) {
+	if upToDate(t, desired, morePorts) {
 		t.Error("extra port not detected")
 	}
 }
 
-func TestStorageNeedsUpdate(t *testing.T) {
+func TestStorageDrift(t *testing.T) {
 	p := samplePipeline()
 	pv := desiredPersistentVolume(p, "ns")
-	live := pv.DeepCopy()
+	live := mustTyped[corev1.PersistentVolume](pv)
 	// The binder completes the claim reference; the finalizer and phase are not ours.
 	live.Spec.ClaimRef.UID, live.Spec.ClaimRef.Kind, live.Spec.ClaimRef.APIVersion = "claim-uid", "PersistentVolumeClaim", "v1"
 	live.Finalizers = []string{"kubernetes.io/pv-protection"}
 	live.Status.Phase = corev1.VolumeBound
 	live.Spec.Capacity[corev1.ResourceStorage] = resource.MustParse("10240Mi") // same quantity, other spelling
-	if volumeNeedsUpdate(pv, live) {
+	if !upToDate(t, pv, live) {
 		t.Fatal("binder's additions counted as drift")
 	}
 	drifted := live.DeepCopy()
 	drifted.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimDelete
-	if !volumeNeedsUpdate(pv, drifted) {
+	if upToDate(t, pv, drifted) {
 		t.Fatal("reclaim policy Delete not detected: the models would be at risk")
-	}
-	if merged := mergeVolume(pv, drifted); volumeNeedsUpdate(pv, merged) || merged.Spec.ClaimRef.UID != "claim-uid" {
-		t.Errorf("merge: %+v", merged.Spec)
 	}
 	stolen := live.DeepCopy()
 	stolen.Spec.ClaimRef.Name = "someone-elses-claim"
-	merged := mergeVolume(pv, stolen)
-	if volumeNeedsUpdate(pv, merged) || merged.Spec.ClaimRef.UID != "" {
-		t.Errorf("a claim reference to another claim must be replaced whole: %+v", merged.Spec.ClaimRef)
+	if upToDate(t, pv, stolen) {
+		t.Error("a claim reference to another claim not detected")
 	}
 
 	pvc := desiredPersistentVolumeClaim(p, "ns")
-	liveClaim := pvc.DeepCopy()
+	liveClaim := mustTyped[corev1.PersistentVolumeClaim](pvc)
 	liveClaim.Finalizers = []string{"kubernetes.io/pvc-protection"}
 	liveClaim.Status.Phase = corev1.ClaimBound
-	if claimNeedsUpdate(pvc, liveClaim) {
+	if !upToDate(t, pvc, liveClaim) {
 		t.Fatal("claim defaults counted as drift")
 	}
 	delete(liveClaim.Labels, LabelPipeline)
-	if !claimNeedsUpdate(pvc, liveClaim) || claimNeedsUpdate(pvc, mergeClaim(pvc, liveClaim)) {
-		t.Error("lost pipeline label not detected or not repaired")
+	if upToDate(t, pvc, liveClaim) {
+		t.Error("lost pipeline label not detected")
 	}
 }
