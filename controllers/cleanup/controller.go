@@ -49,6 +49,7 @@ var ownerKinds = map[schema.GroupKind]ownerKind{
 
 // Controller sweeps stale objects on a timer.
 type Controller struct {
+	controller.Base
 	client   metadata.Interface
 	recorder record.EventRecorder
 	opts     Options
@@ -58,10 +59,9 @@ type Controller struct {
 	owners     map[schema.GroupKind]cache.GenericLister
 	pvs        corelisters.PersistentVolumeLister
 	pvcs       cache.GenericLister
-	synced     []cache.InformerSynced
 
+	// ticks is the generic-event channel the ticker feeds (Base.Events).
 	ticks chan controller.Key
-	queue controller.Queue
 
 	mu sync.Mutex
 	// staleSince records when each object was first seen stale; an object
@@ -84,7 +84,12 @@ func NewController(
 	recorder record.EventRecorder,
 	opts Options,
 ) *Controller {
+	ticks := make(chan controller.Key, 1)
 	c := &Controller{
+		// One worker: sweeps never overlap, and ticks during a sweep
+		// coalesce into one more sweep because the queue holds the key
+		// only once.
+		Base:       controller.NewBase(ControllerName, 1),
 		client:     client,
 		recorder:   recorder,
 		opts:       opts,
@@ -92,14 +97,13 @@ func NewController(
 		dependents: map[trackedKind]cache.GenericLister{},
 		owners:     map[schema.GroupKind]cache.GenericLister{},
 		pvs:        pvs.Lister(),
-		ticks:      make(chan controller.Key, 1),
-		queue:      controller.NewQueue(ControllerName),
+		ticks:      ticks,
 		staleSince: map[types.UID]staleEntry{},
 	}
 	for _, k := range dependentKinds {
 		inf := metadataInformers.ForResource(k.resource)
 		c.dependents[k] = inf.Lister()
-		c.synced = append(c.synced, inf.Informer().HasSynced)
+		c.Synced = append(c.Synced, inf.Informer().HasSynced)
 		if k.resource.Resource == "persistentvolumeclaims" {
 			c.pvcs = inf.Lister()
 		}
@@ -107,32 +111,20 @@ func NewController(
 	for gk, o := range ownerKinds {
 		inf := metadataInformers.ForResource(o.resource)
 		c.owners[gk] = inf.Lister()
-		c.synced = append(c.synced, inf.Informer().HasSynced)
+		c.Synced = append(c.Synced, inf.Informer().HasSynced)
 	}
-	c.synced = append(c.synced, pvs.Informer().HasSynced)
+	c.Synced = append(c.Synced, pvs.Informer().HasSynced)
+	c.Reconcile = c.sweep
+	c.Events = ticks
 	return c
 }
-
-// Name implements the manager's Controller.
-func (c *Controller) Name() string { return ControllerName }
-
-// QueueLen reports the queue depth for /debug/controllers.
-func (c *Controller) QueueLen() int { return c.queue.Len() }
 
 // Run sweeps once the caches have synced, then on every tick until ctx is done.
 func (c *Controller) Run(ctx context.Context) {
 	registerMetrics()
-	defer c.queue.ShutDown()
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
-		return
-	}
-	c.queue.Add(sweepKey)
-	go controller.ForwardEvents(ctx, c.ticks, c.queue)
+	c.Queue.Add(sweepKey) // the first sweep, as soon as the caches have synced
 	go c.runTicker(ctx)
-	w := controller.Worker{Name: ControllerName, Queue: c.queue, Reconcile: c.sweep}
-	// One worker: sweeps never overlap, and ticks during a sweep coalesce
-	// into one more sweep because the queue holds the key only once.
-	w.Run(ctx, 1)
+	c.Base.Run(ctx)
 }
 
 // runTicker sends a generic event every interval, dropping ticks while one

@@ -15,13 +15,13 @@ import (
 // most one sweep waits while another runs.
 func TestTicksDuringASweepCoalesce(t *testing.T) {
 	c := &Controller{
+		Base:  controller.NewBase("test-cleanup-coalesce", 1),
 		opts:  Options{Interval: time.Millisecond},
 		ticks: make(chan controller.Key, 1),
-		queue: controller.NewQueue("test-cleanup-coalesce"),
 	}
 	var sweeps, running, overlapped atomic.Int32
 	sweepTime := 100 * time.Millisecond
-	w := controller.Worker{Name: "test-cleanup", Queue: c.queue, Reconcile: func(context.Context, controller.Key) (controller.Result, error) {
+	w := controller.Worker{Name: "test-cleanup", Queue: c.Queue, Reconcile: func(context.Context, controller.Key) (controller.Result, error) {
 		if running.Add(1) > 1 {
 			overlapped.Add(1)
 		}
@@ -33,7 +33,7 @@ func TestTicksDuringASweepCoalesce(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go controller.ForwardEvents(ctx, c.ticks, c.queue)
+	go controller.ForwardEvents(ctx, c.ticks, c.Queue)
 	go c.runTicker(ctx)
 	done := make(chan struct{})
 	go func() { w.Run(ctx, 1); close(done) }()
@@ -54,8 +54,8 @@ func TestTicksDuringASweepCoalesce(t *testing.T) {
 	if max := int32(elapsed/sweepTime) + 2; sweeps.Load() > max {
 		t.Errorf("%d sweeps in %s: ticks piled up (max %d)", sweeps.Load(), elapsed, max)
 	}
-	if c.queue.Len() > 1 {
-		t.Errorf("queue holds %d keys, want at most 1", c.queue.Len())
+	if c.Queue.Len() > 1 {
+		t.Errorf("queue holds %d keys, want at most 1", c.Queue.Len())
 	}
 	if overlapped.Load() != 0 {
 		t.Error("sweeps overlapped")

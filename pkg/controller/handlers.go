@@ -7,32 +7,19 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// ObjectFilter selects the objects a handler cares about.
-type ObjectFilter func(obj metav1.Object) bool
-
 // EnqueueObject returns handlers that enqueue the object itself on add,
 // update and delete. Periodic resyncs are NOT skipped: for a controller's
 // primary resource they are the level-triggered safety net.
 func EnqueueObject(q Queue) cache.ResourceEventHandlerFuncs {
-	return EnqueueObjectIf(q, nil)
-}
-
-// EnqueueObjectIf is EnqueueObject for objects that pass filter. An update
-// is enqueued when either the old or the new object passes, so an object
-// that stops matching is still reconciled once to clean up after it.
-func EnqueueObjectIf(q Queue, filter ObjectFilter) cache.ResourceEventHandlerFuncs {
-	enqueue := func(objs ...any) {
-		for _, obj := range objs {
-			if o, ok := objectMeta(obj); ok && (filter == nil || filter(o)) {
-				q.Add(cache.MetaObjectToName(o))
-				return
-			}
+	enqueue := func(obj any) {
+		if o, ok := objectMeta(obj); ok {
+			q.Add(cache.MetaObjectToName(o))
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { enqueue(obj) },
-		UpdateFunc: func(oldObj, newObj any) { enqueue(newObj, oldObj) },
-		DeleteFunc: func(obj any) { enqueue(obj) },
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, newObj any) { enqueue(newObj) },
+		DeleteFunc: enqueue,
 	}
 }
 

