@@ -107,8 +107,9 @@ func (w Write) Verb() string {
 }
 
 // Apply makes the child desired describes match it, for owner, and returns
-// it as it now is, and which write it made (or tried to, with an error). live is the cached child (nil when there is none); one
-// that owner does not control is never written: that is a NotOwnedError.
+// it as it now is and which write it made (or tried to, with an error).
+// live is the cached child (nil when there is none); one that owner does
+// not control is never written: that is a NotOwnedError.
 // Nothing is sent when live already carries every desired field and was
 // last applied with the same fields (AppliedAnnotation).
 func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desired AC, live T) (T, Write, error) {
@@ -150,7 +151,9 @@ func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desire
 		// desired fields define (a port re-keyed by hand) survive an
 		// apply, and may make its result invalid: replace those lists,
 		// then apply again.
-		if written, err = c.replaceLists(ctx, client, want, live); err == nil {
+		if fixed, replaceErr := c.replaceLists(ctx, client, want, live); replaceErr != nil {
+			err = replaceErr
+		} else if !isNil(fixed) {
 			written, err = client.Apply(ctx, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 		}
 	}

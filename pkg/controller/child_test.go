@@ -1,0 +1,103 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func newServiceChildren(t *testing.T) (*Children[*corev1.Service, *corev1ac.ServiceApplyConfiguration], *fake.Clientset, func(*corev1.Service)) {
+	t.Helper()
+	client := fake.NewClientset()
+	informer := informers.NewSharedInformerFactory(client, 0).Core().V1().Services().Informer()
+	children := NewChildren("Service", corev1.Resource("services"), informer,
+		func(namespace string) ChildClient[*corev1.Service, *corev1ac.ServiceApplyConfiguration] {
+			return client.CoreV1().Services(namespace)
+		})
+	cached := func(svc *corev1.Service) {
+		if err := informer.GetIndexer().Add(svc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return children, client, cached
+}
+
+func ownerApp() *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "owner-uid"}}
+}
+
+func desiredChildService() *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service("web", "shop").
+		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
+		WithOwnerReferences(metav1ac.OwnerReference().WithAPIVersion("v1").WithKind("ConfigMap").
+			WithName("web").WithUID("owner-uid").WithController(true)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithSelector(map[string]string{"app": "web"}).
+			WithPorts(corev1ac.ServicePort().WithPort(80).WithTargetPort(intstr.FromInt32(80)).WithProtocol(corev1.ProtocolTCP)))
+}
+
+// Creates are applies; a reconcile of what the create returned sends
+// nothing; an unowned same-name object is never written.
+func TestChildrenApply(t *testing.T) {
+	ctx := context.Background()
+	children, client, cached := newServiceChildren(t)
+
+	created, write, err := children.Apply(ctx, ownerApp(), desiredChildService(), nil)
+	if err != nil || write != Created {
+		t.Fatalf("create: write %v, err %v", write, err)
+	}
+	if n := len(client.Actions()); n != 1 || client.Actions()[0].GetVerb() != "patch" {
+		t.Fatalf("create sent %v, want one apply (patch)", client.Actions())
+	}
+	if created.Annotations[AppliedAnnotation] == "" {
+		t.Error("created child carries no applied hash")
+	}
+
+	client.ClearActions()
+	cached(created)
+	live, write, err := children.Apply(ctx, ownerApp(), desiredChildService(), created)
+	if err != nil || write != Unchanged || live != created {
+		t.Fatalf("at rest: write %v, err %v", write, err)
+	}
+	if n := len(client.Actions()); n != 0 {
+		t.Fatalf("a converged child cost %d requests: %v", n, client.Actions())
+	}
+
+	// A field the controller stops setting changes the hash: applied.
+	fewer := desiredChildService()
+	fewer.Labels = nil
+	if _, write, err := children.Apply(ctx, ownerApp(), fewer, created); err != nil || write != Updated {
+		t.Fatalf("changed desired fields: write %v, err %v", write, err)
+	}
+
+	client.ClearActions()
+	unowned := created.DeepCopy()
+	unowned.OwnerReferences = nil
+	_, write, err = children.Apply(ctx, ownerApp(), desiredChildService(), unowned)
+	var notOwned *NotOwnedError
+	if !errors.As(err, &notOwned) || write != Unchanged {
+		t.Fatalf("unowned object: write %v, err %v, want a NotOwnedError", write, err)
+	}
+	if deleted, err := children.Delete(ctx, ownerApp(), unowned); deleted || err != nil {
+		t.Fatalf("unowned object deleted: %v %v", deleted, err)
+	}
+	if n := len(client.Actions()); n != 0 {
+		t.Fatalf("an unowned object was written: %v", client.Actions())
+	}
+
+	// Deletes of what the owner controls carry its UID.
+	if deleted, err := children.Delete(ctx, ownerApp(), created); !deleted || err != nil {
+		t.Fatalf("delete: %v %v", deleted, err)
+	}
+	if _, err := client.CoreV1().Services("shop").Get(ctx, "web", metav1.GetOptions{}); err == nil {
+		t.Error("child still exists after delete")
+	}
+}
