@@ -13,9 +13,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	networkinginformers "k8s.io/client-go/informers/networking/v1"
@@ -44,9 +41,9 @@ type Controller struct {
 	opts      Options
 
 	apps        applisters.AppLister
-	deployments *controller.Children[*appsv1.Deployment, *appsv1ac.DeploymentApplyConfiguration]
-	services    *controller.Children[*corev1.Service, *corev1ac.ServiceApplyConfiguration]
-	ingresses   *controller.Children[*networkingv1.Ingress, *networkingv1ac.IngressApplyConfiguration]
+	deployments *controller.Deployments
+	services    *controller.Services
+	ingresses   *controller.Ingresses
 
 	consistency *controller.ConsistencyStore
 	now         func() time.Time
@@ -65,23 +62,14 @@ func NewController(
 	opts Options,
 ) (*Controller, error) {
 	c := &Controller{
-		Base:      controller.NewBase(ControllerName, opts.Workers),
-		crdClient: crdClient,
-		recorder:  recorder,
-		opts:      opts,
-		apps:      apps.Lister(),
-		deployments: controller.NewChildren("Deployment", appsv1.Resource("deployments"), deployments.Informer(),
-			func(namespace string) controller.ChildClient[*appsv1.Deployment, *appsv1ac.DeploymentApplyConfiguration] {
-				return kubeClient.AppsV1().Deployments(namespace)
-			}),
-		services: controller.NewChildren("Service", corev1.Resource("services"), services.Informer(),
-			func(namespace string) controller.ChildClient[*corev1.Service, *corev1ac.ServiceApplyConfiguration] {
-				return kubeClient.CoreV1().Services(namespace)
-			}),
-		ingresses: controller.NewChildren("Ingress", networkingv1.Resource("ingresses"), ingresses.Informer(),
-			func(namespace string) controller.ChildClient[*networkingv1.Ingress, *networkingv1ac.IngressApplyConfiguration] {
-				return kubeClient.NetworkingV1().Ingresses(namespace)
-			}),
+		Base:        controller.NewBase(ControllerName, opts.Workers),
+		crdClient:   crdClient,
+		recorder:    recorder,
+		opts:        opts,
+		apps:        apps.Lister(),
+		deployments: controller.NewDeployments(deployments, kubeClient),
+		services:    controller.NewServices(services, kubeClient),
+		ingresses:   controller.NewIngresses(ingresses, kubeClient),
 		consistency: controller.NewConsistencyStore(map[schema.GroupResource]cache.Store{
 			appsResource:                       apps.Informer().GetStore(),
 			appsv1.Resource("deployments"):     deployments.Informer().GetStore(),

@@ -4,10 +4,8 @@
 package ingress
 
 import (
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	networkinginformers "k8s.io/client-go/informers/networking/v1"
 	"k8s.io/client-go/kubernetes"
@@ -28,7 +26,7 @@ type Controller struct {
 	opts     Options
 
 	services  corelisters.ServiceLister
-	ingresses *controller.Children[*networkingv1.Ingress, *networkingv1ac.IngressApplyConfiguration]
+	ingresses *controller.Ingresses
 }
 
 // NewController builds the controller and registers its event handlers on
@@ -41,14 +39,11 @@ func NewController(
 	opts Options,
 ) (*Controller, error) {
 	c := &Controller{
-		Base:     controller.NewBase(ControllerName, opts.Workers),
-		recorder: recorder,
-		opts:     opts,
-		services: services.Lister(),
-		ingresses: controller.NewChildren("Ingress", networkingv1.Resource("ingresses"), ingresses.Informer(),
-			func(namespace string) controller.ChildClient[*networkingv1.Ingress, *networkingv1ac.IngressApplyConfiguration] {
-				return kubeClient.NetworkingV1().Ingresses(namespace)
-			}),
+		Base:      controller.NewBase(ControllerName, opts.Workers),
+		recorder:  recorder,
+		opts:      opts,
+		services:  services.Lister(),
+		ingresses: controller.NewIngresses(ingresses, kubeClient),
 	}
 	c.Synced = []cache.InformerSynced{services.Informer().HasSynced, ingresses.Informer().HasSynced}
 	c.Reconcile = c.sync

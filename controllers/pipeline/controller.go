@@ -13,8 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -65,10 +63,10 @@ type Controller struct {
 	pipelineIndexer cache.Indexer
 	namespaces      corelisters.NamespaceLister
 	nodes           corelisters.NodeLister
-	volumes         *controller.Children[*corev1.PersistentVolume, *corev1ac.PersistentVolumeApplyConfiguration]
-	claims          *controller.Children[*corev1.PersistentVolumeClaim, *corev1ac.PersistentVolumeClaimApplyConfiguration]
-	deployments     *controller.Children[*appsv1.Deployment, *appsv1ac.DeploymentApplyConfiguration]
-	services        *controller.Children[*corev1.Service, *corev1ac.ServiceApplyConfiguration]
+	volumes         *controller.PersistentVolumes
+	claims          *controller.PersistentVolumeClaims
+	deployments     *controller.Deployments
+	services        *controller.Services
 
 	consistency *controller.ConsistencyStore
 }
@@ -98,22 +96,10 @@ func NewController(
 		pipelineIndexer: pipelines.Informer().GetIndexer(),
 		namespaces:      namespaces.Lister(),
 		nodes:           nodes.Lister(),
-		volumes: controller.NewChildren("PersistentVolume", corev1.Resource("persistentvolumes"), volumes.Informer(),
-			func(string) controller.ChildClient[*corev1.PersistentVolume, *corev1ac.PersistentVolumeApplyConfiguration] {
-				return kubeClient.CoreV1().PersistentVolumes()
-			}),
-		claims: controller.NewChildren("PersistentVolumeClaim", corev1.Resource("persistentvolumeclaims"), claims.Informer(),
-			func(namespace string) controller.ChildClient[*corev1.PersistentVolumeClaim, *corev1ac.PersistentVolumeClaimApplyConfiguration] {
-				return kubeClient.CoreV1().PersistentVolumeClaims(namespace)
-			}),
-		deployments: controller.NewChildren("Deployment", appsv1.Resource("deployments"), deployments.Informer(),
-			func(namespace string) controller.ChildClient[*appsv1.Deployment, *appsv1ac.DeploymentApplyConfiguration] {
-				return kubeClient.AppsV1().Deployments(namespace)
-			}),
-		services: controller.NewChildren("Service", corev1.Resource("services"), services.Informer(),
-			func(namespace string) controller.ChildClient[*corev1.Service, *corev1ac.ServiceApplyConfiguration] {
-				return kubeClient.CoreV1().Services(namespace)
-			}),
+		volumes:         controller.NewPersistentVolumes(volumes, kubeClient),
+		claims:          controller.NewPersistentVolumeClaims(claims, kubeClient),
+		deployments:     controller.NewDeployments(deployments, kubeClient),
+		services:        controller.NewServices(services, kubeClient),
 		consistency: controller.NewConsistencyStore(map[schema.GroupResource]cache.Store{
 			pipelinesResource:                         pipelines.Informer().GetStore(),
 			namespacesResource:                        namespaces.Informer().GetStore(),

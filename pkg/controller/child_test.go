@@ -14,16 +14,13 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 )
 
-func newServiceChildren(t *testing.T) (*Children[*corev1.Service, *corev1ac.ServiceApplyConfiguration], *fake.Clientset, func(*corev1.Service)) {
+func newServiceChildren(t *testing.T) (*Services, *fake.Clientset, func(*corev1.Service)) {
 	t.Helper()
 	client := fake.NewClientset()
-	informer := informers.NewSharedInformerFactory(client, 0).Core().V1().Services().Informer()
-	children := NewChildren("Service", corev1.Resource("services"), informer,
-		func(namespace string) ChildClient[*corev1.Service, *corev1ac.ServiceApplyConfiguration] {
-			return client.CoreV1().Services(namespace)
-		})
+	informer := informers.NewSharedInformerFactory(client, 0).Core().V1().Services()
+	children := NewServices(informer, client)
 	cached := func(svc *corev1.Service) {
-		if err := informer.GetIndexer().Add(svc); err != nil {
+		if err := informer.Informer().GetIndexer().Add(svc); err != nil {
 			t.Fatal(err)
 		}
 	}
