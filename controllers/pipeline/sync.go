@@ -166,12 +166,9 @@ func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx co
 	children *controller.Children[T, AC], desired AC) (T, error) {
 	var none T
 	namespace, name := ptr.Deref(desired.GetNamespace(), ""), ptr.Deref(desired.GetName(), "")
-	live, found, err := children.Get(namespace, name)
+	live, _, err := children.Get(namespace, name) // nil when not found
 	if err != nil {
 		return none, err
-	}
-	if !found {
-		live = none
 	}
 	written, write, err := children.Apply(ctx, p, desired, live)
 	var notOwned *controller.NotOwnedError
