@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +29,7 @@ type ApplyConfiguration[AC any] interface {
 	GetName() *string
 	GetNamespace() *string
 	WithAnnotations(entries map[string]string) AC
+	WithUID(uid types.UID) AC
 }
 
 // ChildClient is the part of a typed client (client-go's gentype clients:
@@ -143,9 +145,17 @@ func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desire
 	write := Created
 	if exists {
 		write = Updated
+		// The UID makes the apply an update of the cached child only: the
+		// API server refuses it (uid mismatch, or uid immutable) when the
+		// child has been deleted or replaced by another object since.
+		desired = desired.WithUID(live.GetUID())
 	}
 	client := c.client(ptr.Deref(desired.GetNamespace(), ""))
 	written, err := client.Apply(ctx, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if isUIDRefused(err) {
+		// The cache is behind; the retry sees the object that is there now.
+		return none, write, apierrors.NewConflict(c.Resource, live.GetName(), err)
+	}
 	if err != nil && exists && apierrors.IsInvalid(err) {
 		// Entries another field manager holds in a list the child's
 		// desired fields define (a port re-keyed by hand) survive an
@@ -214,6 +224,24 @@ func (c *Children[T, AC]) Delete(ctx context.Context, owner metav1.Object, obj T
 	}
 	klog.FromContext(ctx).V(2).Info("Deleted child", "kind", c.Kind, "child", klog.KObj(obj))
 	return true, nil
+}
+
+// isUIDRefused reports whether err is the API server refusing a write
+// because the object's UID is not the one given.
+func isUIDRefused(err error) bool {
+	if !apierrors.IsInvalid(err) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, cause := range status.Status().Details.Causes {
+		if cause.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
 }
 
 // isNil reports whether obj, a pointer type, is nil.
