@@ -160,11 +160,14 @@ func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desire
 		// Entries another field manager holds in a list the child's
 		// desired fields define (a port re-keyed by hand) survive an
 		// apply, and may make its result invalid: replace those lists,
-		// then apply again.
-		if fixed, replaceErr := c.replaceLists(ctx, client, want, live); replaceErr != nil {
+		// then apply what else differs.
+		if fixed, replaceErr := c.replaceLists(ctx, client, want, hash, live); replaceErr != nil {
 			err = replaceErr
 		} else if !isNil(fixed) {
-			written, err = client.Apply(ctx, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+			written, err = fixed, nil
+			if have, encErr := fields(fixed); encErr != nil || diff(want, have).any {
+				written, err = client.Apply(ctx, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+			}
 		}
 	}
 	if err != nil {
@@ -172,7 +175,7 @@ func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desire
 	}
 	if exists {
 		// The same entries may also survive an apply that succeeds.
-		if fixed, err := c.replaceLists(ctx, client, want, written); err != nil {
+		if fixed, err := c.replaceLists(ctx, client, want, hash, written); err != nil {
 			return none, Updated, err
 		} else if !isNil(fixed) {
 			written = fixed
@@ -185,9 +188,10 @@ func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desire
 }
 
 // replaceLists replaces the lists of obj that differ from the desired fields
-// with a JSON patch, valid only for obj's resourceVersion; it returns the
-// zero T, and sends nothing, when no list differs.
-func (c *Children[T, AC]) replaceLists(ctx context.Context, client ChildClient[T, AC], want map[string]any, obj T) (T, error) {
+// with a JSON patch, valid only for obj's resourceVersion, which also sets
+// AppliedAnnotation to hash; it returns the zero T, and sends nothing, when
+// no list differs.
+func (c *Children[T, AC]) replaceLists(ctx context.Context, client ChildClient[T, AC], want map[string]any, hash string, obj T) (T, error) {
 	var none T
 	have, err := fields(obj)
 	if err != nil {
@@ -197,7 +201,11 @@ func (c *Children[T, AC]) replaceLists(ctx context.Context, client ChildClient[T
 	if len(d.lists) == 0 {
 		return none, nil
 	}
-	patch, err := d.replacePatch(obj.GetResourceVersion())
+	annotate := patchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{AppliedAnnotation: hash}}
+	if obj.GetAnnotations() != nil {
+		annotate = patchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(AppliedAnnotation), Value: hash}
+	}
+	patch, err := d.replacePatch(obj.GetResourceVersion(), annotate)
 	if err != nil {
 		return none, err
 	}

@@ -183,28 +183,30 @@ func (d *drift) differs(list string, value any) {
 	}
 }
 
+// patchOp is one operation of a JSON patch.
+type patchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
 // replacePatch is a JSON patch replacing the lists of d with their desired
-// values if, and only if, the object still has resourceVersion. A list
-// inside another one replaced is replaced with it.
-func (d drift) replacePatch(resourceVersion string) ([]byte, error) {
+// values, then doing extra, if, and only if, the object still has
+// resourceVersion. A list inside another one replaced is replaced with it.
+func (d drift) replacePatch(resourceVersion string, extra ...patchOp) ([]byte, error) {
 	paths := make([]string, 0, len(d.lists))
 	for p := range d.lists {
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)
-	type op struct {
-		Op    string `json:"op"`
-		Path  string `json:"path"`
-		Value any    `json:"value"`
-	}
-	ops := []op{{Op: "test", Path: "/metadata/resourceVersion", Value: resourceVersion}}
+	ops := []patchOp{{Op: "test", Path: "/metadata/resourceVersion", Value: resourceVersion}}
 	for i, p := range paths {
 		if i > 0 && strings.HasPrefix(p, ops[len(ops)-1].Path+"/") {
 			continue
 		}
-		ops = append(ops, op{Op: "replace", Path: p, Value: d.lists[p]})
+		ops = append(ops, patchOp{Op: "replace", Path: p, Value: d.lists[p]})
 	}
-	return json.Marshal(ops)
+	return json.Marshal(append(ops, extra...))
 }
 
 // escapePointer escapes a key for a JSON pointer (RFC 6901).

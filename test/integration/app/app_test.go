@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
@@ -177,18 +178,24 @@ func TestHandEditsAreRevertedAndDeletesRecreated(t *testing.T) {
 	e.create(newApp("drift", true, true))
 	e.waitConverged("drift")
 
-	// Deployment: image and replicas edited, a label added.
-	d, err := deployments.Get(ctx, "drift", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Template.Spec.Containers[0].Image = "evil:1"
-	d.Spec.Replicas = ptr.To[int32](5)
-	d.Labels["team"] = "shop"
-	if _, err := deployments.Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+	// Deployment: image and replicas edited, a label added. The
+	// Deployment controller writes the Deployment too: retry on conflict.
+	var d *appsv1.Deployment
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		if d, err = deployments.Get(ctx, "drift", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[0].Image = "evil:1"
+		d.Spec.Replicas = ptr.To[int32](5)
+		d.Labels["team"] = "shop"
+		_, err = deployments.Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, timeout, "image and replicas put back", func(ctx context.Context) (bool, error) {
+		var err error
 		d, err = deployments.Get(ctx, "drift", metav1.GetOptions{})
 		return err == nil && d.Spec.Template.Spec.Containers[0].Image == "nginx:1.27" && ptr.Deref(d.Spec.Replicas, 0) == 2, err
 	})

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
@@ -35,13 +36,18 @@ func TestShippedRBACSuffices(t *testing.T) {
 	e.waitConverged("rbac") // created three children, wrote status
 	e.waitEvent("rbac", corev1.EventTypeNormal, "CreatedIngress")
 
-	// Repaired with server-side apply (image) and a JSON patch (port).
-	d, err := e.kube.AppsV1().Deployments(e.ns).Get(ctx, "rbac", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Template.Spec.Containers[0].Image = "evil:1"
-	if _, err := e.kube.AppsV1().Deployments(e.ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+	// Repaired with server-side apply (image) and a JSON patch (the port
+	// re-keyed by hand). The Deployment controller writes the Deployment
+	// too: retry the hand edit on conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := e.kube.AppsV1().Deployments(e.ns).Get(ctx, "rbac", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[0].Image = "evil:1"
+		_, err = e.kube.AppsV1().Deployments(e.ns).Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	svc, err := e.kube.CoreV1().Services(e.ns).Get(ctx, "rbac", metav1.GetOptions{})
