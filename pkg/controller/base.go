@@ -2,11 +2,9 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -64,13 +62,6 @@ func GiveUpEvent(recorder record.EventRecorder, get func(Key) (runtime.Object, e
 			recorder.Eventf(obj, corev1.EventTypeWarning, "ReconcileFailed", "%s: %v", message, err)
 		}
 	}
-}
-
-// IsTransient reports whether err only says that the cache was behind or
-// the reconcile was cancelled: a retry sees the newer state and reports
-// what is really wrong.
-func IsTransient(err error) bool {
-	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, context.Canceled)
 }
 
 // WriteFailed records a failed write of a child (what, e.g. "Deployment
