@@ -110,7 +110,8 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	launcher := framework.NewLauncher(cfg.binary, kubeconfigs[0], logDir, observer)
+	launcher := framework.NewLauncher(cfg.binary, kubeconfigs[0], logDir)
+	launcher.Args, launcher.Token = framework.SuiteArgs, observer
 	sup := newSupervisor(launcher, kubeconfigs)
 	runCtx, stopRun := context.WithCancel(ctx)
 	t.Cleanup(func() {

@@ -144,7 +144,9 @@ func setupProcesses(ctx context.Context, binary, dir string) (*framework.Launche
 	if err != nil {
 		return nil, err
 	}
-	return framework.NewLauncher(binary, kubeconfig, logDir, observer), nil
+	l := framework.NewLauncher(binary, kubeconfig, logDir)
+	l.Args, l.Token = framework.SuiteArgs, observer
+	return l, nil
 }
 
 // managerBinary is $E2E_MANAGER_BINARY made absolute. The suite never

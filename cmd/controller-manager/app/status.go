@@ -50,25 +50,38 @@ func (s *managerStatus) synced() bool {
 	return s.unsynced == 0
 }
 
-// controllerStatus is one entry of /debug/controllers.
-type controllerStatus struct {
+// ControllerStatus is one entry of /debug/controllers.
+type ControllerStatus struct {
 	Name       string `json:"name"`
 	Running    bool   `json:"running"`
 	QueueDepth *int   `json:"queueDepth,omitempty"`
 }
 
-type debugStatus struct {
+// DebugStatus is what /debug/controllers serves; the tests and the
+// benchmark decode it.
+type DebugStatus struct {
 	Leading     bool               `json:"leading"`
 	Synced      bool               `json:"cachesSynced"`
-	Controllers []controllerStatus `json:"controllers"`
+	Controllers []ControllerStatus `json:"controllers"`
 }
 
-func (s *managerStatus) debug() debugStatus {
-	out := debugStatus{Leading: s.leading.Load(), Synced: s.synced()}
+// QueuesEmpty reports whether at least one controller runs and every
+// running one has an empty queue.
+func (d DebugStatus) QueuesEmpty() bool {
+	for _, c := range d.Controllers {
+		if c.QueueDepth == nil || *c.QueueDepth != 0 {
+			return false
+		}
+	}
+	return len(d.Controllers) > 0
+}
+
+func (s *managerStatus) debug() DebugStatus {
+	out := DebugStatus{Leading: s.leading.Load(), Synced: s.synced()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, name := range s.enabled {
-		cs := controllerStatus{Name: name}
+		cs := ControllerStatus{Name: name}
 		if c, ok := s.controllers[name]; ok {
 			cs.Running = true
 			if q, ok := c.(QueueLengther); ok {

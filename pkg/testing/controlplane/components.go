@@ -13,7 +13,7 @@ import (
 // startEtcd runs a single-member etcd on loopback ports.
 func (cp *ControlPlane) startEtcd(ctx context.Context) error {
 	build := func() (component, error) {
-		ports, err := freePorts(2)
+		ports, err := FreePorts(2)
 		if err != nil {
 			return component{}, err
 		}
@@ -41,7 +41,7 @@ func (cp *ControlPlane) startEtcd(ctx context.Context) error {
 // authentication and RBAC, and writes the admin kubeconfig.
 func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 	build := func() (component, error) {
-		ports, err := freePorts(1)
+		ports, err := FreePorts(1)
 		if err != nil {
 			return component{}, err
 		}
@@ -126,7 +126,7 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 func (cp *ControlPlane) startScheduler(ctx context.Context) error {
 	var readyz string
 	build := func() (component, error) {
-		ports, err := freePorts(1)
+		ports, err := FreePorts(1)
 		if err != nil {
 			return component{}, err
 		}
@@ -150,7 +150,7 @@ func (cp *ControlPlane) startScheduler(ctx context.Context) error {
 func (cp *ControlPlane) startKwok(ctx context.Context) error {
 	var readyz string
 	build := func() (component, error) {
-		ports, err := freePorts(1)
+		ports, err := FreePorts(1)
 		if err != nil {
 			return component{}, err
 		}

@@ -57,7 +57,7 @@ type ControlPlane struct {
 	saKey, saPub, tokenFile string
 
 	mu        sync.Mutex
-	procs     []*process // in start order
+	procs     []*Process // in start order
 	apiserver component  // kept for RestartAPIServer
 	stopped   bool
 	stopErr   error
@@ -171,14 +171,14 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 }
 
 // track records a started process so that Stop ends it.
-func (cp *ControlPlane) track(p *process) {
+func (cp *ControlPlane) track(p *Process) {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	cp.procs = append(cp.procs, p)
 }
 
 // untrack forgets a process that has been stopped.
-func (cp *ControlPlane) untrack(p *process) {
+func (cp *ControlPlane) untrack(p *Process) {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	for i, q := range cp.procs {
@@ -190,11 +190,11 @@ func (cp *ControlPlane) untrack(p *process) {
 }
 
 // process returns the running process of the named component, or nil.
-func (cp *ControlPlane) process(name string) *process {
+func (cp *ControlPlane) process(name string) *Process {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	for _, p := range cp.procs {
-		if p.name == name {
+		if p.Name == name {
 			return p
 		}
 	}
@@ -213,9 +213,9 @@ func (cp *ControlPlane) Stop() error {
 	cp.stopped = true
 	// Clients first, then kube-apiserver, then etcd: each waits for the ones
 	// started after it, and the clients among themselves in parallel.
-	var core, clients []*process
+	var core, clients []*Process
 	for _, p := range cp.procs {
-		if p.name == etcdName || p.name == apiserverName {
+		if p.Name == etcdName || p.Name == apiserverName {
 			core = append(core, p)
 		} else {
 			clients = append(clients, p)

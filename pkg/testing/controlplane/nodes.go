@@ -12,13 +12,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 )
 
 // FakeNodeAnnotation, set to "fake", marks the Nodes kwok manages.
 const FakeNodeAnnotation = "kwok.x-k8s.io/node"
 
-// fakeNodeReadyTimeout bounds CreateFakeNodes' wait when ctx has no deadline.
-const fakeNodeReadyTimeout = 60 * time.Second
+// fakeNodeReadyTimeout bounds CreateFakeNodes' wait.
+const fakeNodeReadyTimeout = 2 * time.Minute
+
+// FakeNodePods is how many pods the fake Nodes of ControlPlane.CreateFakeNodes hold.
+const FakeNodePods = 110
 
 // CreateFakeNodes creates kwok-managed Nodes with the given names (existing
 // ones are kept) and waits until all of them are Ready. It needs Options.Kwok.
@@ -26,38 +30,46 @@ func (cp *ControlPlane) CreateFakeNodes(ctx context.Context, names ...string) er
 	if !cp.opts.Kwok {
 		return errors.New("creating fake nodes: the control plane runs without kwok (Options.Kwok)")
 	}
+	return CreateFakeNodes(ctx, cp.Client, FakeNodePods, names...)
+}
+
+// CreateFakeNodes creates, in any cluster where kwok runs with this
+// package's flags, Nodes for kwok to manage, each with room for pods pods
+// (existing ones are kept), and waits until all of them are Ready.
+func CreateFakeNodes(ctx context.Context, client kubernetes.Interface, pods int, names ...string) error {
 	for _, name := range names {
-		_, err := cp.Client.CoreV1().Nodes().Create(ctx, fakeNode(name), metav1.CreateOptions{})
+		_, err := client.CoreV1().Nodes().Create(ctx, fakeNode(name, pods), metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating fake node %s: %w", name, err)
 		}
 	}
 	var notReady []string
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, fakeNodeReadyTimeout, true, func(ctx context.Context) (bool, error) {
-		nodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil // transient: the deadline bounds the retries
 		}
 		ready := map[string]bool{}
 		for i := range nodes.Items {
-			ready[nodes.Items[i].Name] = nodeReady(&nodes.Items[i])
+			ready[nodes.Items[i].Name] = NodeReady(&nodes.Items[i])
 		}
 		notReady = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return ready[n] })
 		return len(notReady) == 0, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for fake nodes %v to become Ready: %w", notReady, err)
+		return fmt.Errorf("waiting for fake nodes %v to become Ready (is kwok running in the cluster?): %w", notReady, err)
 	}
 	return nil
 }
 
 // fakeNode is a Node that kwok manages: it gets Ready conditions, a lease and
-// runs (pretends to run) the Pods bound to it.
-func fakeNode(name string) *corev1.Node {
+// runs (pretends to run) the Pods bound to it. Only the pod count limits
+// what it takes.
+func fakeNode(name string, pods int) *corev1.Node {
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("32"),
-		corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
+		corev1.ResourceCPU:    resource.MustParse("1000"),
+		corev1.ResourceMemory: resource.MustParse("4Ti"),
+		corev1.ResourcePods:   *resource.NewQuantity(int64(pods), resource.DecimalSI),
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
@@ -85,7 +97,8 @@ func fakeNode(name string) *corev1.Node {
 	}
 }
 
-func nodeReady(node *corev1.Node) bool {
+// NodeReady reports whether node's Ready condition is True.
+func NodeReady(node *corev1.Node) bool {
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue

@@ -16,19 +16,73 @@ import (
 // process group is killed.
 const stopGrace = 10 * time.Second
 
-// process is one running component.
-type process struct {
-	name string
+// Process is a child process in its own process group, started by a
+// Spawner: a control plane component, or a manager under test in the e2e
+// suite and the benchmark.
+type Process struct {
+	// Name names the process in messages.
+	Name string
+
 	cmd  *exec.Cmd
 	tail *tailBuffer
-	log  io.WriteCloser // the component's log destination, closed after exit
+	log  io.WriteCloser // its output's destination, closed after exit
 
-	done    chan struct{} // closed when the process has exited
-	waitErr error         // valid after done is closed
+	done     chan struct{} // closed when the process has exited
+	waitErr  error         // valid after done is closed
+	exitedAt time.Time     // valid after done is closed
 }
 
-// component describes how to run a component; start may be called again to
-// restart it (RestartAPIServer).
+// Command says what to run.
+type Command struct {
+	// Name names the process in messages.
+	Name string
+	Path string
+	Args []string
+	// Env is added to os.Environ().
+	Env []string
+	// Dir is the working directory; empty: this process's.
+	Dir string
+	// Log receives stdout and stderr and is closed after the exit.
+	Log io.WriteCloser
+}
+
+// StartProcess starts c on the spawner's thread, in its own process group
+// (so Stop can kill it and anything it forked) and with a parent-death
+// signal (so it dies with a crashed test binary).
+func (s *Spawner) StartProcess(c Command) (*Process, error) {
+	p := &Process{Name: c.Name, tail: newTailBuffer(16 << 10), log: c.Log, done: make(chan struct{})}
+	cmd := exec.Command(c.Path, c.Args...)
+	cmd.Dir = c.Dir
+	cmd.Env = append(os.Environ(), c.Env...)
+	out := io.MultiWriter(c.Log, p.tail)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Signals to the test's process group (Ctrl-C) do not reach it.
+		Setpgid: true,
+		// Killed if the thread that started it dies; the Spawner keeps that
+		// thread alive until Close, so this fires only when the test binary
+		// itself dies.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	// Do not let a stray holder of the output pipe block Wait forever.
+	cmd.WaitDelay = 2 * time.Second
+	p.cmd = cmd
+
+	if err := s.Start(cmd); err != nil {
+		_ = c.Log.Close()
+		return nil, fmt.Errorf("starting %s (%s): %w", c.Name, c.Path, err)
+	}
+	go func() {
+		p.waitErr = cmd.Wait()
+		p.exitedAt = time.Now()
+		_ = c.Log.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// component describes how to run a control plane component; start may be
+// called again to restart it (RestartAPIServer).
 type component struct {
 	name string
 	path string
@@ -36,9 +90,9 @@ type component struct {
 	env  []string // added to os.Environ()
 }
 
-// startProcess starts c through sp, sending its output to logs (when non-nil)
+// startProcess starts component c, sending its output to logs (when non-nil)
 // or appending it to <dir>/<name>.log.
-func startProcess(sp *Spawner, c component, dir string, logs *sharedWriter) (*process, error) {
+func startProcess(sp *Spawner, c component, dir string, logs *sharedWriter) (*Process, error) {
 	var dest io.WriteCloser
 	if logs != nil {
 		dest = logs.prefixed(c.name)
@@ -49,38 +103,17 @@ func startProcess(sp *Spawner, c component, dir string, logs *sharedWriter) (*pr
 		}
 		dest = f
 	}
-	p := &process{name: c.name, tail: newTailBuffer(16 << 10), log: dest, done: make(chan struct{})}
-
-	cmd := exec.Command(c.path, c.args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), c.env...)
-	out := io.MultiWriter(dest, p.tail)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Own process group, so Stop can kill the component and anything it forked.
-		Setpgid: true,
-		// Killed if the thread that started it dies; sp keeps that thread alive
-		// until Stop, so this fires only when the test binary itself dies.
-		Pdeathsig: syscall.SIGKILL,
-	}
-	// Do not let a stray holder of the output pipe block Wait forever.
-	cmd.WaitDelay = 2 * time.Second
-	p.cmd = cmd
-
-	if err := sp.Start(cmd); err != nil {
-		_ = dest.Close()
-		return nil, fmt.Errorf("starting %s (%s): %w", c.name, c.path, err)
-	}
-	go func() {
-		p.waitErr = cmd.Wait()
-		_ = dest.Close()
-		close(p.done)
-	}()
-	return p, nil
+	return sp.StartProcess(Command{Name: c.name, Path: c.path, Args: c.args, Env: c.env, Dir: dir, Log: dest})
 }
 
-// exited reports whether the process has ended.
-func (p *process) exited() bool {
+// Pid is the process id, also its process group's.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
 	select {
 	case <-p.done:
 		return true
@@ -89,26 +122,92 @@ func (p *process) exited() bool {
 	}
 }
 
-// exitError describes an exit that nobody asked for, with the end of the output.
-func (p *process) exitError() error {
-	return fmt.Errorf("%s exited unexpectedly (%v); last output:\n%s", p.name, p.waitErr, p.tail.lastLines(30))
+// Err is what waiting for the process returned (nil after exit status 0);
+// nil while it runs.
+func (p *Process) Err() error {
+	if !p.Exited() {
+		return nil
+	}
+	return p.waitErr
 }
 
-// stop sends SIGTERM to the process group, kills the group if it has not
-// exited within stopGrace, and waits for the exit. It is safe to call more
-// than once.
-func (p *process) stop() {
-	if !p.exited() {
-		_ = signalGroup(p.cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(stopGrace):
-			_ = signalGroup(p.cmd.Process.Pid, syscall.SIGKILL)
+// ExitedAt is when the process was seen to exit (zero while it runs).
+func (p *Process) ExitedAt() time.Time {
+	if !p.Exited() {
+		return time.Time{}
+	}
+	return p.exitedAt
+}
+
+// ExitCode is the exit status once exited: -1 if a signal ended it, or while
+// it still runs.
+func (p *Process) ExitCode() int {
+	if !p.Exited() {
+		return -1
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// ExitDescription says how the process ended, e.g. "exit status 1" or
+// "signal: killed".
+func (p *Process) ExitDescription() string {
+	if !p.Exited() {
+		return "running"
+	}
+	return p.cmd.ProcessState.String()
+}
+
+// Signal sends sig to the process.
+func (p *Process) Signal(sig syscall.Signal) error {
+	if p.Exited() {
+		return fmt.Errorf("signalling %s: it has exited", p.Name)
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
+// Wait waits until the process exits or timeout passes.
+func (p *Process) Wait(timeout time.Duration) error {
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("%s still running after %s", p.Name, timeout)
+	}
+}
+
+// Stop sends SIGTERM to the process group, kills the group if the process
+// has not exited within grace, and waits for the exit; the error says it had
+// to be killed. Anything it forked into its group goes with it. It is safe
+// to call more than once.
+func (p *Process) Stop(grace time.Duration) error {
+	var err error
+	if !p.Exited() {
+		_ = signalGroup(p.Pid(), syscall.SIGTERM)
+		if p.Wait(grace) != nil {
+			_ = signalGroup(p.Pid(), syscall.SIGKILL)
 			<-p.done
+			err = fmt.Errorf("%s did not exit within %s of SIGTERM; killed", p.Name, grace)
 		}
 	}
-	// Anything the component forked into its group goes with it.
-	_ = signalGroup(p.cmd.Process.Pid, syscall.SIGKILL)
+	_ = signalGroup(p.Pid(), syscall.SIGKILL)
+	return err
+}
+
+// Kill kills the process group at once (kill -9) and waits for the exit.
+func (p *Process) Kill() {
+	_ = signalGroup(p.Pid(), syscall.SIGKILL)
+	<-p.done
+}
+
+// LogTail returns the last n lines of the process's output.
+func (p *Process) LogTail(n int) string { return p.tail.lastLines(n) }
+
+// stop stops a component with the components' grace period.
+func (p *Process) stop() { _ = p.Stop(stopGrace) }
+
+// exitError describes an exit that nobody asked for, with the end of the output.
+func (p *Process) exitError() error {
+	return fmt.Errorf("%s exited unexpectedly (%v); last output:\n%s", p.Name, p.waitErr, p.tail.lastLines(30))
 }
 
 // signalGroup signals the process group led by pid, ignoring a group that is

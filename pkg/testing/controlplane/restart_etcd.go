@@ -40,7 +40,7 @@ func (cp *ControlPlane) RestartEtcd(ctx context.Context) error {
 
 // replace puts p where old was among the tracked processes, so that Stop
 // still ends etcd after kube-apiserver.
-func (cp *ControlPlane) replace(old, p *process) {
+func (cp *ControlPlane) replace(old, p *Process) {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	for i, q := range cp.procs {

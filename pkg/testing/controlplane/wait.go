@@ -25,10 +25,10 @@ func (e errPortTaken) Unwrap() error { return e.err }
 
 // waitReady polls ready until it returns nil, p exits, or timeout or ctx ends.
 // ready's error says why the component is not ready yet.
-func waitReady(ctx context.Context, timeout time.Duration, p *process, ready func(context.Context) error) error {
+func waitReady(ctx context.Context, timeout time.Duration, p *Process, ready func(context.Context) error) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		if p.exited() {
+		if p.Exited() {
 			return false, p.exitError()
 		}
 		last = ready(ctx)
@@ -37,14 +37,14 @@ func waitReady(ctx context.Context, timeout time.Duration, p *process, ready fun
 	switch {
 	case err == nil:
 		return nil
-	case p.exited():
+	case p.Exited():
 		exitErr := p.exitError()
 		if strings.Contains(p.tail.lastLines(30), "address already in use") {
 			return errPortTaken{exitErr}
 		}
 		return exitErr
 	default:
-		return fmt.Errorf("waiting for %s to be ready: %w (last check: %v); last output:\n%s", p.name, err, last, p.tail.lastLines(30))
+		return fmt.Errorf("waiting for %s to be ready: %w (last check: %v); last output:\n%s", p.Name, err, last, p.tail.lastLines(30))
 	}
 }
 
@@ -78,8 +78,8 @@ func (cp *ControlPlane) startAndWait(ctx context.Context, timeout time.Duration,
 	}
 }
 
-// freePorts returns n distinct loopback TCP ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n distinct loopback TCP ports that were free a moment ago.
+func FreePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	for range n {
 		// Held open until all are picked, so the n ports differ.

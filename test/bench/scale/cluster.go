@@ -123,36 +123,9 @@ func clientConfigs(admin *rest.Config) (kube, crd *rest.Config) {
 // pods each and waits until they are Ready: kwok must run in the cluster.
 func (c *cluster) createNodes(ctx context.Context, n, pods int) error {
 	for i := 1; i <= n; i++ {
-		name := fmt.Sprintf("bench-node-%d", i)
-		c.nodes = append(c.nodes, name)
-		if _, err := c.kube.CoreV1().Nodes().Create(ctx, benchNode(name, pods), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating node %s: %w", name, err)
-		}
+		c.nodes = append(c.nodes, fmt.Sprintf("bench-node-%d", i))
 	}
-	var notReady []string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		notReady = nil
-		for _, name := range c.nodes {
-			node, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil || !nodeReady(node) {
-				notReady = append(notReady, name)
-			}
-		}
-		return len(notReady) == 0, nil
-	})
-	if err != nil {
-		return fmt.Errorf("nodes %v not Ready (is kwok running in the cluster?): %w", notReady, err)
-	}
-	return nil
-}
-
-func nodeReady(node *corev1.Node) bool {
-	for _, cond := range node.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return controlplane.CreateFakeNodes(ctx, c.kube, pods, c.nodes...)
 }
 
 func (c *cluster) createNamespace(ctx context.Context, name string) error {

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+
+	e2eframework "github.com/ndsl/controller-manager/test/e2e/framework"
 )
 
 // memorySampler follows a manager's heap and RSS once a second.
@@ -101,7 +103,7 @@ type steadyResult struct {
 // scenarioSteady runs a fresh manager with a short resync period over
 // everything in the cluster and counts what it writes and the CPU it uses
 // over cfg.steadyDuration once it is idle.
-func scenarioSteady(ctx context.Context, c *cluster, cfg config, sp *spawner) (steadyResult, error) {
+func scenarioSteady(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher) (steadyResult, error) {
 	logger := klog.FromContext(ctx)
 	res := steadyResult{resync: cfg.resync, duration: cfg.steadyDuration}
 	var err error
@@ -109,10 +111,8 @@ func scenarioSteady(ctx context.Context, c *cluster, cfg config, sp *spawner) (s
 		return res, err
 	}
 	begin := time.Now()
-	m, err := startBinaryManager(ctx, sp, managerSpec{
-		name: "steady", binary: cfg.binary, kubeconfig: c.kubeconfig, logDir: cfg.artifacts,
-		args: append([]string{"--leader-elect=false", "--min-resync-period=" + cfg.resync.String()}, cfg.managerArgs...),
-	})
+	m, err := startBinaryManager(ctx, l, "steady",
+		append([]string{"--leader-elect=false", "--min-resync-period=" + cfg.resync.String()}, cfg.managerArgs...)...)
 	if err != nil {
 		return res, err
 	}
@@ -178,7 +178,7 @@ type failoverResult struct {
 
 // scenarioFailover runs two managers with leader election: kill -9 of the
 // leader, then SIGTERM of the next one, each time timing the standby.
-func scenarioFailover(ctx context.Context, c *cluster, cfg config, sp *spawner) (failoverResult, error) {
+func scenarioFailover(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher) (failoverResult, error) {
 	logger := klog.FromContext(ctx)
 	res := failoverResult{lease: cfg.leaseDuration, renew: cfg.renewDeadline, retry: cfg.retryPeriod}
 	const ns = "bench-failover"
@@ -198,17 +198,14 @@ func scenarioFailover(ctx context.Context, c *cluster, cfg config, sp *spawner) 
 	}
 	leaseName := fmt.Sprintf("bench-scale-%d-%d", os.Getpid(), time.Now().Unix())
 	start := func(name string) (*binaryManager, error) {
-		return startBinaryManager(ctx, sp, managerSpec{
-			name: name, binary: cfg.binary, kubeconfig: c.kubeconfig, logDir: cfg.artifacts,
-			args: append([]string{
-				"--leader-elect=true",
-				"--leader-elect-resource-namespace=" + ns,
-				"--leader-elect-resource-name=" + leaseName,
-				"--leader-elect-lease-duration=" + cfg.leaseDuration.String(),
-				"--leader-elect-renew-deadline=" + cfg.renewDeadline.String(),
-				"--leader-elect-retry-period=" + cfg.retryPeriod.String(),
-			}, cfg.managerArgs...),
-		})
+		return startBinaryManager(ctx, l, name, append([]string{
+			"--leader-elect=true",
+			"--leader-elect-resource-namespace=" + ns,
+			"--leader-elect-resource-name=" + leaseName,
+			"--leader-elect-lease-duration=" + cfg.leaseDuration.String(),
+			"--leader-elect-renew-deadline=" + cfg.renewDeadline.String(),
+			"--leader-elect-retry-period=" + cfg.retryPeriod.String(),
+		}, cfg.managerArgs...)...)
 	}
 	first, err := start("failover-1")
 	if err != nil {

@@ -50,6 +50,7 @@ import (
 
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
+	e2eframework "github.com/ndsl/controller-manager/test/e2e/framework"
 )
 
 // The scenarios, in the order they run.
@@ -244,8 +245,6 @@ func run(ctx context.Context, cfg config) error {
 	}
 	logger.Info("Starting", "load", res.load.String(), "scenarios", cfg.scenarios)
 
-	sp := newSpawner()
-	defer sp.stopAll()
 	c, err := startCluster(ctx, cfg)
 	if c != nil {
 		defer c.stop()
@@ -253,6 +252,9 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
+	// Every scenario stops its managers before the launcher closes.
+	launcher := newLauncher(cfg, c.kubeconfig)
+	defer launcher.Close()
 	logger.Info("Cluster ready", "kubeconfig", c.kubeconfig, "nodes", c.nodes)
 
 	needManager := cfg.has(scenarioNameApps) || cfg.has(scenarioNamePipelines) || cfg.has(scenarioNameIngress) || cfg.has(scenarioNameMemory)
@@ -286,19 +288,19 @@ func run(ctx context.Context, cfg config) error {
 	}
 
 	if needManager {
-		if err := runManagerScenarios(ctx, c, cfg, sp, res); err != nil {
+		if err := runManagerScenarios(ctx, c, cfg, launcher, res); err != nil {
 			return err
 		}
 	}
 	if cfg.has(scenarioNameSteady) {
-		s, err := scenarioSteady(ctx, c, cfg, sp)
+		s, err := scenarioSteady(ctx, c, cfg, launcher)
 		if err != nil {
 			return fmt.Errorf("steady state: %w", err)
 		}
 		res.steady = &s
 	}
 	if cfg.has(scenarioNameFailover) {
-		f, err := scenarioFailover(ctx, c, cfg, sp)
+		f, err := scenarioFailover(ctx, c, cfg, launcher)
 		if err != nil {
 			return fmt.Errorf("failover: %w", err)
 		}
@@ -316,7 +318,7 @@ func run(ctx context.Context, cfg config) error {
 }
 
 // runManagerScenarios runs scenarios 1-3 and 5 against one manager.
-func runManagerScenarios(ctx context.Context, c *cluster, cfg config, sp *spawner, res *results) error {
+func runManagerScenarios(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher, res *results) error {
 	logger := klog.FromContext(ctx)
 	baseObjects, _, err := c.cachedObjects(ctx)
 	if err != nil {
@@ -330,10 +332,7 @@ func runManagerScenarios(ctx context.Context, c *cluster, cfg config, sp *spawne
 		}
 		m = im
 	} else {
-		bm, err := startBinaryManager(ctx, sp, managerSpec{
-			name: "convergence", binary: cfg.binary, kubeconfig: c.kubeconfig, logDir: cfg.artifacts,
-			args: append([]string{"--leader-elect=false"}, cfg.managerArgs...),
-		})
+		bm, err := startBinaryManager(ctx, l, "convergence", append([]string{"--leader-elect=false"}, cfg.managerArgs...)...)
 		if err != nil {
 			return err
 		}

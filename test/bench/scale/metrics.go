@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 )
 
 // sample is one line of the Prometheus text format.
@@ -136,27 +138,6 @@ func countersOf(m metrics) managerCounters {
 	}
 }
 
-// debugStatus is the manager's /debug/controllers.
-type debugStatus struct {
-	Leading     bool `json:"leading"`
-	Synced      bool `json:"cachesSynced"`
-	Controllers []struct {
-		Name       string `json:"name"`
-		Running    bool   `json:"running"`
-		QueueDepth *int   `json:"queueDepth"`
-	} `json:"controllers"`
-}
-
-// queuesEmpty reports whether every controller runs with an empty queue.
-func (d debugStatus) queuesEmpty() bool {
-	for _, c := range d.Controllers {
-		if c.QueueDepth == nil || *c.QueueDepth != 0 {
-			return false
-		}
-	}
-	return len(d.Controllers) > 0
-}
-
 // httpClient talks to the managers' plain-HTTP endpoints on loopback,
 // without compression: gzipping every scrape would cost the manager CPU
 // that the benchmark counts.
@@ -187,8 +168,8 @@ func scrape(ctx context.Context, base string) (metrics, error) {
 	return parseMetrics(strings.NewReader(string(body)))
 }
 
-func getDebug(ctx context.Context, base string) (debugStatus, error) {
-	var d debugStatus
+func getDebug(ctx context.Context, base string) (app.DebugStatus, error) {
+	var d app.DebugStatus
 	status, body, err := httpGet(ctx, base+"/debug/controllers")
 	if err != nil {
 		return d, err

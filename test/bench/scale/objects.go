@@ -6,7 +6,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -107,33 +106,4 @@ func newIngressService(i int) *corev1.Service {
 // default domain or class.
 func rawIngress(svc *corev1.Service) (*networkingv1.Ingress, error) {
 	return ingress.DesiredIngress(svc, ingress.Options{})
-}
-
-// benchNode is a kwok-managed Node with room for pods pods.
-func benchNode(name string, pods int) *corev1.Node {
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("1000"),
-		corev1.ResourceMemory: resource.MustParse("4Ti"),
-		corev1.ResourcePods:   *resource.NewQuantity(int64(pods), resource.DecimalSI),
-	}
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name,
-			Annotations: map[string]string{
-				"kwok.x-k8s.io/node":           "fake",
-				"node.alpha.kubernetes.io/ttl": "0",
-			},
-			Labels: map[string]string{
-				corev1.LabelHostname:   name,
-				corev1.LabelOSStable:   "linux",
-				corev1.LabelArchStable: "amd64",
-				"type":                 "kwok",
-			},
-		},
-		Status: corev1.NodeStatus{
-			Capacity:    capacity,
-			Allocatable: capacity,
-			NodeInfo:    corev1.NodeSystemInfo{Architecture: "amd64", OperatingSystem: "linux", KubeletVersion: "fake"},
-		},
-	}
 }

@@ -147,7 +147,7 @@ func (c *Cluster) findNodes(ctx context.Context) error {
 	}
 	c.FakeNodes = true
 	for _, n := range nodes.Items {
-		if n.Spec.Unschedulable || !nodeReady(&n) || hasBlockingTaint(&n) {
+		if n.Spec.Unschedulable || !controlplane.NodeReady(&n) || hasBlockingTaint(&n) {
 			continue
 		}
 		c.Nodes = append(c.Nodes, n.Name)
@@ -157,15 +157,6 @@ func (c *Cluster) findNodes(ctx context.Context) error {
 		return errors.New("the cluster has no Ready, schedulable, untainted node")
 	}
 	return nil
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, cond := range n.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func hasBlockingTaint(n *corev1.Node) bool {

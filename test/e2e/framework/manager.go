@@ -7,33 +7,38 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 )
 
 // Launcher starts manager processes of one binary, all authenticating with
-// one kubeconfig and writing their logs into one directory.
+// one kubeconfig and writing their logs into one directory. The e2e suite
+// and the scale benchmark (test/bench/scale) run the binary through it.
 type Launcher struct {
 	// Binary is the manager executable.
 	Binary string
-	// Kubeconfig is what the managers authenticate with: the
-	// ServiceAccount's token, not the admin's.
+	// Kubeconfig is what the managers authenticate with.
 	Kubeconfig string
 	// LogDir receives <name>.log per process.
 	LogDir string
-	// ObserverToken is sent to the managers' protected endpoints.
-	ObserverToken string
+	// Args are given to every process before Start's own, which may
+	// override them. The launcher adds --kubeconfig, --http-address and
+	// --secure-serving.
+	Args []string
+	// PlainHTTP serves plain HTTP without auth (--secure-serving=false);
+	// by default the managers serve HTTPS with delegated auth.
+	PlainHTTP bool
+	// Token is sent to the managers' protected endpoints.
+	Token string
 
 	spawner *controlplane.Spawner
 	client  *http.Client
@@ -42,15 +47,30 @@ type Launcher struct {
 	closed  bool
 }
 
-// NewLauncher returns a Launcher; Close it when every process has exited.
-func NewLauncher(binary, kubeconfig, logDir, observerToken string) *Launcher {
+// SuiteArgs are the e2e suite's manager flags: leader election on with the
+// Lease in ManagerNamespace, the default shutdown timeout, verbose logs.
+var SuiteArgs = []string{
+	"--leader-elect=true",
+	"--leader-elect-resource-namespace=" + ManagerNamespace,
+	"--shutdown-timeout=30s",
+	"-v=2",
+}
+
+// NewLauncher returns a Launcher with no Args, serving HTTPS; set its
+// fields before the first Start. Close it when every process has exited.
+func NewLauncher(binary, kubeconfig, logDir string) *Launcher {
 	return &Launcher{
-		Binary: binary, Kubeconfig: kubeconfig, LogDir: logDir, ObserverToken: observerToken,
+		Binary: binary, Kubeconfig: kubeconfig, LogDir: logDir,
 		spawner: controlplane.NewSpawner(),
 		client: &http.Client{
-			Timeout: 5 * time.Second,
-			// The managers serve a self-signed certificate.
-			Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // test of a self-signed endpoint
+			Timeout: 10 * time.Second,
+			Transport: &http.Transport{
+				// The managers serve a self-signed certificate.
+				TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // test of a self-signed endpoint
+				// Gzipping every scrape would cost the manager CPU that the
+				// benchmark counts.
+				DisableCompression: true,
+			},
 		},
 		names: map[string]int{},
 	}
@@ -67,38 +87,43 @@ func (l *Launcher) Close() {
 }
 
 // startTimeout bounds how long a process may take to serve /healthz.
-const startTimeout = 30 * time.Second
+const startTimeout = time.Minute
 
 // Process is one running (or exited) manager process.
 type Process struct {
-	// Name is unique per launcher and names the log file.
-	Name string
+	*controlplane.Process
 	// ExtraArgs are the arguments given to Start, kept for Restart.
 	ExtraArgs []string
 	// Args are all its arguments.
 	Args []string
-	// URL is the base URL of its HTTPS server.
+	// URL is the base URL of its HTTP(S) server.
 	URL string
 	// LogPath is where its stdout and stderr go.
 	LogPath string
 	// Started is when it was started.
 	Started time.Time
 
-	l       *Launcher
-	cmd     *exec.Cmd
-	done    chan struct{}
-	exited  time.Time
-	waitErr error
+	l         *Launcher
+	startName string // the name given to Start
 }
 
-// Start runs the manager with leader election on, its Lease in
-// ManagerNamespace, HTTPS with delegated auth on a free loopback port, and
-// extraArgs (which may override any of those), and waits until it serves
-// /healthz.
-func (l *Launcher) Start(ctx context.Context, name string, extraArgs ...string) (*Process, error) {
+// Start runs the manager with the launcher's Args and extraArgs on a free
+// loopback port and waits until it serves /healthz. Processes started under
+// one name more than once are named name-2, name-3...
+func (l *Launcher) Start(ctx context.Context, startName string, extraArgs ...string) (*Process, error) {
+	l.mu.Lock()
+	l.names[startName]++
+	name := startName
+	if n := l.names[startName]; n > 1 {
+		name = fmt.Sprintf("%s-%d", startName, n)
+	}
+	l.mu.Unlock()
 	const attempts = 3
 	for attempt := 1; ; attempt++ {
 		p, err := l.start(ctx, name, extraArgs)
+		if p != nil {
+			p.startName = startName
+		}
 		if err == nil {
 			return p, nil
 		}
@@ -110,65 +135,42 @@ func (l *Launcher) Start(ctx context.Context, name string, extraArgs ...string) 
 }
 
 func (l *Launcher) start(ctx context.Context, name string, extraArgs []string) (*Process, error) {
-	port, err := freePort()
+	ports, err := controlplane.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
-	address := fmt.Sprintf("127.0.0.1:%d", port)
+	address := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	scheme := "https://"
+	if l.PlainHTTP {
+		scheme = "http://"
+	}
 	args := append([]string{
 		"--kubeconfig=" + l.Kubeconfig,
-		"--leader-elect=true",
-		"--leader-elect-resource-namespace=" + ManagerNamespace,
 		"--http-address=" + address,
-		"--secure-serving=true",
-		"--shutdown-timeout=30s",
-		"-v=2",
-	}, extraArgs...)
+		fmt.Sprintf("--secure-serving=%t", !l.PlainHTTP),
+	}, l.Args...)
+	args = append(args, extraArgs...)
 
-	l.mu.Lock()
-	l.names[name]++
-	if n := l.names[name]; n > 1 {
-		name = fmt.Sprintf("%s-%d", name, n)
-	}
-	l.mu.Unlock()
 	logPath := filepath.Join(l.LogDir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening the log of %s: %w", name, err)
 	}
-
-	cmd := exec.Command(l.Binary, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Signals to the test's process group (Ctrl-C) do not reach it; the
-		// test decides when it stops.
-		Setpgid: true,
-		// Killed with the test binary, should that die without cleaning up.
-		Pdeathsig: syscall.SIGKILL,
+	cp, err := l.spawner.StartProcess(controlplane.Command{Name: name, Path: l.Binary, Args: args, Log: logFile})
+	if err != nil {
+		return nil, err
 	}
-	p := &Process{Name: name, ExtraArgs: extraArgs, Args: args, URL: "https://" + address, LogPath: logPath,
-		l: l, cmd: cmd, done: make(chan struct{})}
-	p.Started = time.Now()
-	if err := l.spawner.Start(cmd); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	go func() {
-		p.waitErr = cmd.Wait()
-		p.exited = time.Now()
-		_ = logFile.Close()
-		close(p.done)
-	}()
-
+	p := &Process{Process: cp, ExtraArgs: extraArgs, Args: args, URL: scheme + address, LogPath: logPath,
+		Started: time.Now(), l: l}
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, startTimeout, true, func(ctx context.Context) (bool, error) {
 		if p.Exited() {
-			return false, fmt.Errorf("exited during startup (%v)", p.waitErr)
+			return false, fmt.Errorf("exited during startup (%s)", p.ExitDescription())
 		}
 		code, _, err := p.Get(ctx, "/healthz")
 		return err == nil && code == http.StatusOK, nil
 	})
 	if err != nil {
-		p.Stop(5 * time.Second)
+		_ = p.Stop(5 * time.Second)
 		return p, fmt.Errorf("manager %s did not serve /healthz: %w; last output:\n%s", name, err, p.LogTail(20))
 	}
 	return p, nil
@@ -177,85 +179,12 @@ func (l *Launcher) start(ctx context.Context, name string, extraArgs []string) (
 // Restart starts a new process with the same extra arguments, as a kubelet
 // restarts a container, named after this one.
 func (p *Process) Restart(ctx context.Context) (*Process, error) {
-	return p.l.Start(ctx, p.Name, p.ExtraArgs...)
+	return p.l.Start(ctx, p.startName, p.ExtraArgs...)
 }
 
-// Pid is the process id.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
-
-// Exited reports whether the process has ended.
-func (p *Process) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Done is closed when the process has exited.
-func (p *Process) Done() <-chan struct{} { return p.done }
-
-// ExitedAt is when the process was seen to exit (zero while it runs).
-func (p *Process) ExitedAt() time.Time {
-	if !p.Exited() {
-		return time.Time{}
-	}
-	return p.exited
-}
-
-// ExitCode is the exit status once exited: -1 if a signal ended it, or while
-// it still runs.
-func (p *Process) ExitCode() int {
-	if !p.Exited() {
-		return -1
-	}
-	return p.cmd.ProcessState.ExitCode()
-}
-
-// ExitDescription says how the process ended, e.g. "exit status 1" or
-// "signal: killed".
-func (p *Process) ExitDescription() string {
-	if !p.Exited() {
-		return "running"
-	}
-	return p.cmd.ProcessState.String()
-}
-
-// Signal sends sig to the process.
-func (p *Process) Signal(sig syscall.Signal) error {
-	if p.Exited() {
-		return fmt.Errorf("signalling %s: it has exited", p.Name)
-	}
-	return p.cmd.Process.Signal(sig)
-}
-
-// Wait waits until the process exits or timeout passes.
-func (p *Process) Wait(timeout time.Duration) error {
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(timeout):
-		return fmt.Errorf("%s still running after %s", p.Name, timeout)
-	}
-}
-
-// Stop sends SIGTERM, and SIGKILL if the process has not exited after grace,
-// and waits for the exit. It is safe to call more than once.
-func (p *Process) Stop(grace time.Duration) {
-	if p.Exited() {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	if p.Wait(grace) != nil {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-// Get fetches path from the process's HTTPS server with the observer token.
+// Get fetches path from the process's server with the launcher's Token.
 func (p *Process) Get(ctx context.Context, path string) (int, []byte, error) {
-	return p.GetWithToken(ctx, path, p.l.ObserverToken)
+	return p.GetWithToken(ctx, path, p.l.Token)
 }
 
 // GetWithToken fetches path with token as the bearer token; none when empty.
@@ -277,15 +206,7 @@ func (p *Process) GetWithToken(ctx context.Context, path, token string) (int, []
 }
 
 // DebugStatus is the manager's /debug/controllers.
-type DebugStatus struct {
-	Leading      bool `json:"leading"`
-	CachesSynced bool `json:"cachesSynced"`
-	Controllers  []struct {
-		Name       string `json:"name"`
-		Running    bool   `json:"running"`
-		QueueDepth *int   `json:"queueDepth,omitempty"`
-	} `json:"controllers"`
-}
+type DebugStatus = app.DebugStatus
 
 // Debug returns the process's /debug/controllers.
 func (p *Process) Debug(ctx context.Context) (DebugStatus, error) {
@@ -307,19 +228,6 @@ func (p *Process) Debug(ctx context.Context) (DebugStatus, error) {
 func (p *Process) Leading(ctx context.Context) (bool, error) {
 	s, err := p.Debug(ctx)
 	return s.Leading, err
-}
-
-// LogTail returns the last n lines of the process's output.
-func (p *Process) LogTail(n int) string {
-	data, err := os.ReadFile(p.LogPath)
-	if err != nil {
-		return fmt.Sprintf("(reading %s: %v)", p.LogPath, err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // LogContains reports whether the process's output so far contains s.
@@ -364,14 +272,4 @@ func WaitForLeader(ctx context.Context, timeout time.Duration, procs ...*Process
 		return nil, time.Time{}, fmt.Errorf("waiting for one of %d managers to lead: %w (last error: %v)", len(procs), err, last)
 	}
 	return leader, seen, nil
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("picking a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -45,22 +45,39 @@ func StartManager(t testing.TB, cfg *rest.Config, mutate func(*options.Options))
 // and extra manager options, for tests of the manager itself.
 func StartManagerWith(t testing.TB, cfg *rest.Config, registry app.Registry, mutate func(*options.Options), extra ...app.Option) *Manager {
 	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	m, err := RunManager(ctx, cfg, registry, func(o *options.Options) {
+		o.Generic.ShutdownTimeout = 10 * time.Second
+		if mutate != nil {
+			mutate(o)
+		}
+	}, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Stop() })
+	return m
+}
+
+// RunManager runs the manager in this process against cfg (copied, with a
+// write counter) until ctx is done or Stop, with leader election off, plain
+// HTTP on a free loopback port and the options mutate changes. The scale
+// benchmark profiles the manager this way.
+func RunManager(ctx context.Context, cfg *rest.Config, registry app.Registry, mutate func(*options.Options), extra ...app.Option) (*Manager, error) {
 	opts := options.NewOptions()
 	opts.LeaderElection.LeaderElect = false
 	opts.Generic.HTTPAddress = "127.0.0.1:0"
 	opts.Generic.SecureServing = false // the auth test turns it on
-	opts.Generic.ShutdownTimeout = 10 * time.Second
 	if mutate != nil {
 		mutate(opts)
 	}
 	counted, writes := CountWrites(cfg)
 
-	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	m, err := app.NewManager(ctx, opts, registry, append([]app.Option{app.WithRESTConfig(counted)}, extra...)...)
 	if err != nil {
 		cancel()
-		t.Fatalf("building the manager: %v", err)
+		return nil, fmt.Errorf("building the manager: %w", err)
 	}
 	scheme := "http://"
 	if opts.Generic.SecureServing {
@@ -72,8 +89,7 @@ func StartManagerWith(t testing.TB, cfg *rest.Config, registry app.Registry, mut
 		tm.err = m.Run(ctx)
 		close(tm.done)
 	}()
-	t.Cleanup(func() { _ = tm.Stop() })
-	return tm
+	return tm, nil
 }
 
 // Done is closed once Run has returned, on its own or after Stop.
@@ -129,20 +145,11 @@ func (m *Manager) QueuesEmpty() (bool, error) {
 	if err != nil || status != http.StatusOK {
 		return false, fmt.Errorf("GET /debug/controllers: %d %v", status, err)
 	}
-	var debug struct {
-		Controllers []struct {
-			QueueDepth *int `json:"queueDepth"`
-		} `json:"controllers"`
-	}
+	var debug app.DebugStatus
 	if err := json.Unmarshal([]byte(body), &debug); err != nil {
 		return false, err
 	}
-	for _, c := range debug.Controllers {
-		if c.QueueDepth == nil || *c.QueueDepth != 0 {
-			return false, nil
-		}
-	}
-	return len(debug.Controllers) > 0, nil
+	return debug.QueuesEmpty(), nil
 }
 
 // WriteCounter counts requests that change something on the API server.
