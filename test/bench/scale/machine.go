@@ -149,22 +149,32 @@ func waitForeignQuiet(ctx context.Context, maxCores float64, timeout time.Durati
 	return others, nil
 }
 
-// procTimes reads a process's user+system CPU time.
-func procTimes(pid int) (time.Duration, error) {
+// procStatFields returns the fields of /proc/<pid>/stat after the command
+// name, which may hold spaces and parentheses: fields[0] is field 3 (the
+// state). It fails unless there are at least n.
+func procStatFields(pid, n int) ([]string, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	// The command name may hold spaces and parentheses: fields start after the last ')'.
 	s := string(data)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+		return nil, fmt.Errorf("malformed /proc/%d/stat", pid)
 	}
 	fields := strings.Fields(s[i+1:])
-	// fields[0] is the state (field 3); utime and stime are fields 14 and 15.
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	if len(fields) < n {
+		return nil, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	return fields, nil
+}
+
+// procTimes reads a process's user+system CPU time.
+func procTimes(pid int) (time.Duration, error) {
+	// utime and stime are fields 14 and 15.
+	fields, err := procStatFields(pid, 13)
+	if err != nil {
+		return 0, err
 	}
 	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
 	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
@@ -174,20 +184,11 @@ func procTimes(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * time.Second / clockTicks, nil
 }
 
-// parentPID reads a process's parent.
+// parentPID reads a process's parent (field 4).
 func parentPID(pid int) (int, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	fields, err := procStatFields(pid, 2)
 	if err != nil {
 		return 0, err
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
-	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 2 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
 	}
 	return strconv.Atoi(fields[1])
 }
