@@ -40,25 +40,16 @@ func (s *Server) Serve(ctx context.Context, address string, certs dynamiccertifi
 		return nil, fmt.Errorf("listening on --webhook-address %s: %w", address, err)
 	}
 
-	base := &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		// HTTP/1.1 only, as controller-runtime does by default: the API
-		// server needs nothing more, and HTTP/2's stream handling has been the
-		// source of denial-of-service bugs.
-		NextProtos: []string{"http/1.1"},
-	}
-	dynamic := dynamiccertificates.NewDynamicServingCertificateController(base, nil, certs, nil, nil)
-	certs.AddListener(dynamic)
-	if err := dynamic.RunOnce(); err != nil {
+	tlsConfig, served, err := ReloadingTLSConfig(ctx, certs)
+	if err != nil {
 		logger.Info("No webhook serving certificate yet; serving once one is loaded", "source", certs.Name(), "reason", err.Error())
 	}
-	go dynamic.Run(1, ctx.Done())
 
 	srv := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       90 * time.Second,
-		TLSConfig:         &tls.Config{GetConfigForClient: dynamic.GetConfigForClient},
+		TLSConfig:         tlsConfig,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	go func() {
@@ -73,7 +64,7 @@ func (s *Server) Serve(ctx context.Context, address string, certs dynamiccertifi
 		defer cancel()
 		_ = srv.Shutdown(shutdownCtx)
 	})
-	s.serving.Store(&servingState{addr: ln.Addr(), tls: dynamic})
+	s.serving.Store(&servingState{addr: ln.Addr(), tls: served})
 	logger.Info("Serving webhooks", "address", ln.Addr().String(), "paths", s.Paths(), "certificate", certs.Name())
 	return ln.Addr(), nil
 }

@@ -22,6 +22,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/pkg/webhook"
 )
 
 // authWebhookBackoff retries TokenReviews and SubjectAccessReviews that
@@ -100,24 +101,13 @@ func servingCertificate(o options.GenericOptions) (dynamiccertificates.CertKeyCo
 	return dynamiccertificates.NewStaticCertKeyContent("self-signed", certPEM, keyPEM)
 }
 
-// tlsConfig serves certs and, until ctx is done, follows its changes: a
-// certificate file replaced on disk (a renewed Secret) is served to new
-// connections without a restart, as kube-controller-manager's secure
-// serving does.
+// tlsConfig serves certs and follows its changes until ctx is done (see
+// webhook.ReloadingTLSConfig); unlike the webhooks, probes and metrics need
+// a certificate from the start.
 func tlsConfig(ctx context.Context, certs dynamiccertificates.CertKeyContentProvider) (*tls.Config, error) {
-	base := &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		// HTTP/1.1 is all that probes and scrapers need.
-		NextProtos: []string{"http/1.1"},
-	}
-	serving := dynamiccertificates.NewDynamicServingCertificateController(base, nil, certs, nil, nil)
-	certs.AddListener(serving)
-	if err := serving.RunOnce(); err != nil {
+	cfg, _, err := webhook.ReloadingTLSConfig(ctx, certs)
+	if err != nil {
 		return nil, fmt.Errorf("loading the serving certificate: %w", err)
 	}
-	if files, ok := certs.(dynamiccertificates.ControllerRunner); ok {
-		go files.Run(ctx, 1)
-	}
-	go serving.Run(1, ctx.Done())
-	return &tls.Config{GetConfigForClient: serving.GetConfigForClient}, nil
+	return cfg, nil
 }
