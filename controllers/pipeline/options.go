@@ -15,6 +15,27 @@ type Options struct {
 	// DefaultNamespace holds the children of Pipelines whose
 	// spec.namespace is empty.
 	DefaultNamespace string
+	// AllowedNamespaces are the namespaces besides DefaultNamespace that a
+	// Pipeline's spec.namespace may name; "*" allows every namespace. The
+	// controller writes with cluster-wide rights, so without this list
+	// whoever may create a Pipeline could run any image in any namespace.
+	AllowedNamespaces []string
+}
+
+// AnyNamespace in AllowedNamespaces allows every namespace.
+const AnyNamespace = "*"
+
+// namespaceAllowed reports whether children may be written in namespace.
+func (o *Options) namespaceAllowed(namespace string) bool {
+	if namespace == o.DefaultNamespace {
+		return true
+	}
+	for _, n := range o.AllowedNamespaces {
+		if n == namespace || n == AnyNamespace {
+			return true
+		}
+	}
+	return false
 }
 
 // DefaultOptions returns the defaults of the flags.
@@ -29,6 +50,14 @@ func (o *Options) Validate() error {
 	}
 	if errs := validation.IsDNS1123Label(o.DefaultNamespace); len(errs) > 0 {
 		return fmt.Errorf("--pipeline-namespace %q is not a valid namespace name: %s", o.DefaultNamespace, strings.Join(errs, "; "))
+	}
+	for _, n := range o.AllowedNamespaces {
+		if n == AnyNamespace {
+			continue
+		}
+		if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
+			return fmt.Errorf("--pipeline-allowed-namespaces: %q is not a valid namespace name: %s", n, strings.Join(errs, "; "))
+		}
 	}
 	return nil
 }

@@ -29,6 +29,8 @@ type observed struct {
 	conflicts []error
 	// failures are writes that failed for another reason.
 	failures []error
+	// refused says why nothing was written: the namespace is not allowed.
+	refused error
 }
 
 type observedStep struct {
@@ -197,6 +199,9 @@ func degradedCondition(obs observed) metav1.Condition {
 		msgs = append(msgs, err.Error())
 	}
 	switch {
+	case obs.refused != nil:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, pipelinev1beta1.ReasonNamespaceNotAllowed, obs.refused.Error()
+		return cond
 	case len(obs.conflicts) > 0:
 		cond.Status, cond.Reason = metav1.ConditionTrue, pipelinev1beta1.ReasonResourceExists
 	case len(obs.failures) > 0:

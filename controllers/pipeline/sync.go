@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,6 +48,9 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	namespace := targetNamespace(p, c.opts.DefaultNamespace)
 	want := desiredChildren(p, namespace)
 	obs := observed{namespace: namespace}
+	if !c.opts.namespaceAllowed(namespace) {
+		return controller.Result{}, c.refuseNamespace(ctx, p, obs, want)
+	}
 	// record sorts a child's error into a conflict or a failure.
 	record := func(err error) {
 		var notOwned *controller.NotOwnedError
@@ -105,6 +109,29 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		logger.V(2).Info("Pipeline not converged, will retry", "conflicts", len(obs.conflicts), "failures", len(obs.failures))
 	}
 	return controller.Result{}, errors.Join(errs...)
+}
+
+// refuseNamespace writes nothing but the status of a Pipeline whose
+// spec.namespace is not allowed, and warns once per generation. No retry:
+// only a new spec (or a restart with other flags) can change the answer.
+func (c *Controller) refuseNamespace(ctx context.Context, p *pipelinev1beta1.Pipeline, obs observed, want children) error {
+	obs.refused = fmt.Errorf("namespace %s is not allowed for Pipelines (--pipeline-allowed-namespaces); nothing is created", obs.namespace)
+	for i, step := range p.Spec.Steps {
+		obs.steps = append(obs.steps, observedStep{model: step.Model,
+			deploymentName: *want.deployments[i].GetName(), serviceName: *want.services[i].GetName()})
+	}
+	if !refusedAlready(p) {
+		c.recorder.Eventf(p, corev1.EventTypeWarning, pipelinev1beta1.ReasonNamespaceNotAllowed, "%v", obs.refused)
+	}
+	klog.FromContext(ctx).V(2).Info("Refusing a Pipeline's namespace", "namespace", obs.namespace)
+	return c.updateStatus(ctx, p, computeStatus(p, obs, metav1.NewTime(time.Now().Truncate(time.Second))))
+}
+
+// refusedAlready reports whether p's status already says that this
+// generation's namespace is refused.
+func refusedAlready(p *pipelinev1beta1.Pipeline) bool {
+	cond := meta.FindStatusCondition(p.Status.Conditions, pipelinev1beta1.ConditionDegraded)
+	return cond != nil && cond.Reason == pipelinev1beta1.ReasonNamespaceNotAllowed && cond.ObservedGeneration == p.Generation
 }
 
 // ensureNamespace creates the children's namespace when it is missing. It

@@ -244,6 +244,9 @@ const (
 	// ReasonResourceExists explains Degraded=True: a child with the desired
 	// name exists and is not owned by this Pipeline.
 	ReasonResourceExists = "ResourceExists"
+	// ReasonNamespaceNotAllowed explains Degraded=True: spec.namespace is not
+	// one the controller may write to (--pipeline-allowed-namespaces).
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
 	// ReasonReconcileFailed explains Degraded=True: writing a child failed.
 	ReasonReconcileFailed = "ReconcileFailed"
 )

@@ -112,7 +112,7 @@ func scenarioSteady(ctx context.Context, c *cluster, cfg config, l *e2eframework
 	}
 	begin := time.Now()
 	m, err := startBinaryManager(ctx, l, "steady",
-		append([]string{"--leader-elect=false", "--min-resync-period=" + cfg.resync.String()}, cfg.managerArgs...)...)
+		append([]string{"--leader-elect=false", "--min-resync-period=" + cfg.resync.String(), "--pipeline-allowed-namespaces=*"}, cfg.managerArgs...)...)
 	if err != nil {
 		return res, err
 	}
@@ -200,6 +200,7 @@ func scenarioFailover(ctx context.Context, c *cluster, cfg config, l *e2eframewo
 	start := func(name string) (*binaryManager, error) {
 		return startBinaryManager(ctx, l, name, append([]string{
 			"--leader-elect=true",
+			"--pipeline-allowed-namespaces=*",
 			"--leader-elect-resource-namespace=" + ns,
 			"--leader-elect-resource-name=" + leaseName,
 			"--leader-elect-lease-duration=" + cfg.leaseDuration.String(),

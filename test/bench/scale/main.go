@@ -332,7 +332,7 @@ func runManagerScenarios(ctx context.Context, c *cluster, cfg config, l *e2efram
 		}
 		m = im
 	} else {
-		bm, err := startBinaryManager(ctx, l, "convergence", append([]string{"--leader-elect=false"}, cfg.managerArgs...)...)
+		bm, err := startBinaryManager(ctx, l, "convergence", append([]string{"--leader-elect=false", "--pipeline-allowed-namespaces=*"}, cfg.managerArgs...)...)
 		if err != nil {
 			return err
 		}

@@ -50,6 +50,9 @@ func setup(t *testing.T, mutate func(*options.Options)) *env {
 	}
 	m := framework.StartManager(t, cp.Config, func(o *options.Options) {
 		o.Generic.Controllers = []string{pipeline.ControllerName}
+		// Tests use a namespace of their own; TestNamespaceOutsideTheAllowList
+		// puts the default back.
+		o.Pipeline.AllowedNamespaces = []string{pipeline.AnyNamespace}
 		if mutate != nil {
 			mutate(o)
 		}

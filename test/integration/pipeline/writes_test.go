@@ -154,6 +154,7 @@ func TestShippedClusterRoleSuffices(t *testing.T) {
 
 	m := framework.StartManager(t, saConfig, func(o *options.Options) {
 		o.Generic.Controllers = []string{pipeline.ControllerName}
+		o.Pipeline.AllowedNamespaces = []string{pipeline.AnyNamespace}
 	})
 	framework.Eventually(t, timeout, "/readyz with the shipped RBAC", func(context.Context) (bool, error) {
 		status, _, err := m.Get("/readyz")

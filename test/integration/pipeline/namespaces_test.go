@@ -1,0 +1,79 @@
+package pipeline
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/controllers/pipeline"
+)
+
+// A Pipeline aimed at a namespace outside --pipeline-allowed-namespaces
+// (kube-system) gets nothing created, not even its cluster-scoped volume,
+// and says why in Degraded and a Warning event; one aimed at an allowed
+// namespace gets its children (issue 12, defect 8).
+func TestNamespaceOutsideTheAllowList(t *testing.T) {
+	const allowed = "allow-list-ok"
+	e := setup(t, func(o *options.Options) { o.Pipeline.AllowedNamespaces = []string{allowed} })
+	ctx := context.Background()
+
+	refused := e.create(newPipeline("deputy", metav1.NamespaceSystem, step("a", "deputy-node")))
+	e.create(newPipeline("permitted", allowed, step("a", "deputy-node")))
+
+	p := e.waitCondition(refused.Name, pipelinev1beta1.ConditionDegraded, metav1.ConditionTrue, "kube-system is not allowed")
+	if c := conditionOf(p, pipelinev1beta1.ConditionDegraded); c.Reason != pipelinev1beta1.ReasonNamespaceNotAllowed {
+		t.Errorf("Degraded reason = %q, want %q", c.Reason, pipelinev1beta1.ReasonNamespaceNotAllowed)
+	}
+	if c := conditionOf(p, pipelinev1beta1.ConditionReady); c.Status != metav1.ConditionFalse {
+		t.Errorf("Ready = %s, want False", c.Status)
+	}
+	waitWarning(t, e, refused.Name, pipelinev1beta1.ReasonNamespaceNotAllowed)
+	// The allowed Pipeline's Deployment shows the controller is at work, so
+	// the absence below is not just slowness.
+	e.waitDeployments("permitted", "permitted-a")
+
+	selector := labels.SelectorFromSet(labels.Set{pipeline.LabelPipeline: refused.Name}).String()
+	opts := metav1.ListOptions{LabelSelector: selector}
+	deployments, err := e.kube.AppsV1().Deployments("").List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	services, err := e.kube.CoreV1().Services("").List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := e.kube.CoreV1().PersistentVolumeClaims("").List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	volumes, err := e.kube.CoreV1().PersistentVolumes().List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(deployments.Items) + len(services.Items) + len(claims.Items) + len(volumes.Items); n != 0 {
+		t.Errorf("Pipeline aimed at kube-system got %d Deployments, %d Services, %d claims, %d volumes; want none",
+			len(deployments.Items), len(services.Items), len(claims.Items), len(volumes.Items))
+	}
+	// Refusing is not a failure to retry: the warning was sent once, while
+	// the allowed Pipeline converged.
+	events, err := e.kube.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.name=" + refused.Name + ",reason=" + pipelinev1beta1.ReasonNamespaceNotAllowed + ",type=" + corev1.EventTypeWarning})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events.Items) != 1 || events.Items[0].Count != 1 {
+		t.Errorf("%d NamespaceNotAllowed events (first counted %d times), want one, once", len(events.Items), firstCount(events.Items))
+	}
+}
+
+func firstCount(events []corev1.Event) int32 {
+	if len(events) == 0 {
+		return 0
+	}
+	return events[0].Count
+}
