@@ -40,6 +40,10 @@ const childBatchPeriod = time.Second
 // pinned to, so that a Node event finds the Pipelines that name it.
 const nodeIndex = "pipeline-by-node"
 
+// namespaceIndex indexes Pipelines by the namespace of their children, so
+// that a Namespace event finds the Pipelines that target it.
+const namespaceIndex = "pipeline-by-namespace"
+
 // The resources the controller writes without a child adapter, as its
 // consistency store knows them.
 var (
@@ -116,12 +120,16 @@ func NewController(
 		nodes.Informer().HasSynced,
 	}
 	c.Reconcile = c.sync
+	c.MaxRetries = opts.MaxRetries
 	c.GiveUp = controller.GiveUpEvent(recorder, func(key controller.Key) (runtime.Object, error) {
 		return c.pipelines.Get(key.Name)
 	}, "Giving up after repeated failures until the Pipeline or a child changes")
 
-	if err := pipelines.Informer().AddIndexers(cache.Indexers{nodeIndex: indexByNode}); err != nil {
-		return nil, fmt.Errorf("adding the node index to the Pipeline informer: %w", err)
+	if err := pipelines.Informer().AddIndexers(cache.Indexers{
+		nodeIndex:      indexByNode,
+		namespaceIndex: indexByNamespace(opts.DefaultNamespace),
+	}); err != nil {
+		return nil, fmt.Errorf("adding the node and namespace indexes to the Pipeline informer: %w", err)
 	}
 	if _, err := pipelines.Informer().AddEventHandler(pipelineHandler(c.Queue)); err != nil {
 		return nil, err
@@ -139,6 +147,13 @@ func NewController(
 	nodeHandler := controller.EnqueueMapped(c.Queue, c.pipelinesOnNode)
 	nodeHandler.UpdateFunc = nil
 	if _, err := nodes.Informer().AddEventHandler(nodeHandler); err != nil {
+		return nil, err
+	}
+	// A terminating namespace blocks the Pipelines that target it, maybe
+	// past their retry budget: its deletion unblocks them.
+	namespaceHandler := controller.EnqueueMapped(c.Queue, c.pipelinesInNamespace)
+	namespaceHandler.AddFunc, namespaceHandler.UpdateFunc = nil, nil
+	if _, err := namespaces.Informer().AddEventHandler(namespaceHandler); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -184,6 +199,33 @@ func indexByNode(obj any) ([]string, error) {
 // pipelinesOnNode maps a Node to the Pipelines whose steps name it.
 func (c *Controller) pipelinesOnNode(node metav1.Object) []controller.Key {
 	objs, err := c.pipelineIndexer.ByIndex(nodeIndex, node.GetName())
+	if err != nil {
+		return nil
+	}
+	keys := make([]controller.Key, 0, len(objs))
+	for _, obj := range objs {
+		if p, ok := obj.(*pipelinev1beta1.Pipeline); ok {
+			keys = append(keys, controller.Key{Name: p.Name})
+		}
+	}
+	return keys
+}
+
+// indexByNamespace is the namespace index function.
+func indexByNamespace(defaultNamespace string) cache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		p, ok := obj.(*pipelinev1beta1.Pipeline)
+		if !ok {
+			return nil, nil
+		}
+		return []string{targetNamespace(p, defaultNamespace)}, nil
+	}
+}
+
+// pipelinesInNamespace maps a Namespace to the Pipelines whose children it
+// holds.
+func (c *Controller) pipelinesInNamespace(ns metav1.Object) []controller.Key {
+	objs, err := c.pipelineIndexer.ByIndex(namespaceIndex, ns.GetName())
 	if err != nil {
 		return nil
 	}

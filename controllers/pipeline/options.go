@@ -20,6 +20,10 @@ type Options struct {
 	// controller writes with cluster-wide rights, so without this list
 	// whoever may create a Pipeline could run any image in any namespace.
 	AllowedNamespaces []string
+	// MaxRetries bounds a Pipeline's consecutive failed reconciles before
+	// its key is dropped until an event; 0 is controller.DefaultMaxRetries.
+	// Not a flag: tests lower it to reach the bound quickly.
+	MaxRetries int
 }
 
 // AnyNamespace in AllowedNamespaces allows every namespace.

@@ -25,6 +25,8 @@ type Base struct {
 	// Reconcile and GiveUp are the controller's; see Worker.
 	Reconcile ReconcileFunc
 	GiveUp    GiveUpFunc
+	// MaxRetries bounds a key's consecutive failures; 0 is DefaultMaxRetries.
+	MaxRetries int
 	// Events, when set, is a generic-event source: the keys sent to it
 	// (with TrySend) are reconciled like those of watch events.
 	Events <-chan Key
@@ -50,7 +52,7 @@ func (b *Base) Run(ctx context.Context) {
 	if b.Events != nil {
 		go ForwardEvents(ctx, b.Events, b.Queue)
 	}
-	w := Worker{Name: b.ControllerName, Queue: b.Queue, Reconcile: b.Reconcile, OnGiveUp: b.GiveUp}
+	w := Worker{Name: b.ControllerName, Queue: b.Queue, Reconcile: b.Reconcile, OnGiveUp: b.GiveUp, MaxRetries: b.MaxRetries}
 	w.Run(ctx, b.Workers)
 }
 

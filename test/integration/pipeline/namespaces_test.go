@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/controllers/pipeline"
+	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
 // A Pipeline aimed at a namespace outside --pipeline-allowed-namespaces
@@ -76,4 +78,47 @@ func firstCount(events []corev1.Event) int32 {
 		return 0
 	}
 	return events[0].Count
+}
+
+// A Pipeline whose namespace is terminating is retried until its budget is
+// spent and its key dropped; the namespace going away later must still
+// bring it its children at once, not at the next resync (issue 12, defect 2).
+func TestTerminatingNamespaceUnblocksAfterTheRetryBudget(t *testing.T) {
+	e := setup(t, func(o *options.Options) { o.Pipeline.MaxRetries = 2 })
+	ctx := context.Background()
+	const ns, hold = "blocked-ns", "test.ndsl.cn/hold"
+	_, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: ns, Finalizers: []string{hold}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := e.create(newPipeline("blocked", ns, step("a", "blocked-node")))
+
+	framework.Eventually(t, timeout, "the controller to give up on Pipeline blocked", func(ctx context.Context) (bool, error) {
+		events, err := e.kube.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.name=" + p.Name + ",type=" + corev1.EventTypeWarning})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range events.Items {
+			if strings.Contains(ev.Message, "Giving up") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	// Lift the blocker: the namespace controller then finishes deleting it.
+	framework.Eventually(t, timeout, "removing the finalizer of namespace "+ns, func(ctx context.Context) (bool, error) {
+		n, err := e.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		n.Finalizers = nil
+		_, err = e.kube.CoreV1().Namespaces().Update(ctx, n, metav1.UpdateOptions{})
+		return err == nil, err
+	})
+	e.waitDeployments(p.Name, "blocked-a")
 }
