@@ -21,17 +21,13 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
-
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/pkg/controller"
@@ -87,6 +83,8 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 		return nil, err
 	}
 	m := &Manager{opts: opts, enabled: enabled, status: newManagerStatus(enabled)}
+	// Not ready before the informers it starts at once have synced.
+	m.status.awaitingInformers = !opts.LeaderElection.LeaderElect || opts.HA.Standby == options.StandbyWarm
 	for _, o := range extra {
 		o(m)
 	}
@@ -139,71 +137,30 @@ func (m *Manager) Run(ctx context.Context) error {
 	if !m.opts.LeaderElection.LeaderElect {
 		m.status.leading.Store(true)
 		// No Lease to lose: a shutdown drains, then cancels what is left.
+		set, err := m.startControllers(ctx)
+		if err != nil {
+			return err
+		}
+		defer set.stop()
 		runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancel()
-		return m.runControllers(runCtx, ctx.Done())
+		return m.runControllers(runCtx, ctx.Done(), set)
 	}
 	return m.runWithLeaderElection(ctx)
 }
 
-// runControllers builds every enabled controller, starts the shared
-// informers and runs the controllers until ctx is done or drain is closed.
+// runControllers runs the controllers of set until ctx is done or drain is
+// closed, starting the Event sink first.
 //
 // ctx done means the Lease is gone: the reconciles in flight are cancelled
 // with it and runControllers returns as soon as the workers have, within
 // leaseLostGrace. drain closed means a graceful shutdown: the workers stop
 // taking keys and the reconciles in flight get up to --shutdown-timeout to
 // finish; the caller cancels ctx afterwards, which ends any still running.
-func (m *Manager) runControllers(ctx context.Context, drain <-chan struct{}) error {
+func (m *Manager) runControllers(ctx context.Context, drain <-chan struct{}, set *controllerSet) error {
 	logger := klog.FromContext(ctx)
-	cc, factories, err := m.controllerContext()
-	if err != nil {
-		return err
-	}
-
-	broadcaster := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
-	defer broadcaster.Shutdown()
-	eventClient, err := cc.KubeClient("events")
-	if err != nil {
-		return err
-	}
-	broadcaster.StartStructuredLogging(3)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
-	cc.recorders = func(component string) record.EventRecorder {
-		return broadcaster.NewRecorder(Scheme, corev1.EventSource{Component: component})
-	}
-
-	controllers := make([]Controller, 0, len(m.enabled))
-	for _, d := range m.enabled {
-		c, err := d.New(klog.NewContext(ctx, klog.LoggerWithName(logger, d.Name)), cc)
-		if err != nil {
-			return fmt.Errorf("building controller %s: %w", d.Name, err)
-		}
-		controllers = append(controllers, c)
-	}
-
-	// Every informer a controller needs has now been requested: start them.
-	// They stop when runControllers returns: after a drain ctx is still
-	// alive, and the factories' Shutdown waits for their informers to stop.
-	informerCtx, stopInformers := context.WithCancel(ctx)
-	for _, f := range factories {
-		f.start(informerCtx.Done())
-	}
-	m.status.addUnsynced(len(factories))
-	for _, f := range factories {
-		go func() {
-			if f.waitForSync(informerCtx.Done()) {
-				m.status.addUnsynced(-1)
-			}
-		}()
-	}
-	defer func() {
-		stopInformers()
-		for _, f := range factories {
-			f.shutdown()
-		}
-	}()
-
+	set.startEvents()
+	controllers := set.controllers
 	runCtx := controller.WithGracefulStop(ctx, drain)
 	var wg sync.WaitGroup
 	for _, c := range controllers {
@@ -211,7 +168,7 @@ func (m *Manager) runControllers(ctx context.Context, drain <-chan struct{}) err
 			c.Run(klog.NewContext(runCtx, klog.LoggerWithName(logger, c.Name())))
 		})
 	}
-	m.status.setControllers(controllers)
+	m.status.setControllers(controllers, true)
 	wait := m.opts.Generic.ShutdownTimeout
 	select {
 	case <-ctx.Done():
@@ -227,7 +184,7 @@ func (m *Manager) runControllers(ctx context.Context, drain <-chan struct{}) err
 	case <-time.After(wait):
 		logger.Info("Controllers did not stop in time, cancelling what is left", "waited", wait)
 	}
-	m.status.setControllers(nil)
+	m.status.setControllers(controllers, false)
 	return nil
 }
 

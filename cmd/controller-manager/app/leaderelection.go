@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/pkg/leaseguard"
 )
 
@@ -31,8 +32,9 @@ const leaseLostGrace = 2 * time.Second
 // inClusterNamespaceFile holds the pod's namespace when running in a cluster.
 const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
-// runWithLeaderElection runs the controllers only while this instance holds
-// the Lease. On shutdown (ctx done) the controllers stop first, then the
+// runWithLeaderElection runs the controllers' workers only while this
+// instance holds the Lease. A warm standby builds the controllers and syncs
+// their caches before it competes; a cold one only once it leads. On shutdown (ctx done) the controllers stop first, then the
 // Lease is released so a standby takes over within one retry period. Losing
 // the Lease while leading stops the controllers and returns
 // ErrLeaderElectionLost.
@@ -70,6 +72,16 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 	m.guard = leaseguard.New(le.ResourceName, le.RenewDeadline.Duration)
 	lock = m.guard.Lock(lock)
 
+	// A warm standby's informers and event handlers run from now on; its
+	// clients carry the guard, which refuses every write until it leads.
+	var warm *controllerSet
+	if m.opts.HA.Standby == options.StandbyWarm {
+		if warm, err = m.startControllers(ctx); err != nil {
+			return err
+		}
+		defer warm.stop()
+	}
+
 	// The election runs on its own context so that the Lease is released
 	// only after the controllers have stopped, not as soon as ctx is done.
 	electionCtx, stopElection := context.WithCancel(context.WithoutCancel(ctx))
@@ -84,7 +96,7 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 		stopElection()
 	})
 
-	logger.Info("Waiting to acquire the lease", "lease", namespace+"/"+le.ResourceName, "identity", identity)
+	logger.Info("Waiting to acquire the lease", "lease", namespace+"/"+le.ResourceName, "identity", identity, "standby", m.opts.HA.Standby)
 	leaderelection.RunOrDie(electionCtx, leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   le.LeaseDuration.Duration,
@@ -107,7 +119,15 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 				// the Lease is released after that.
 				runCtx, cancel := context.WithCancel(leadingCtx)
 				defer cancel()
-				if err := m.runControllers(runCtx, ctx.Done()); err != nil {
+				set := warm
+				if set == nil {
+					if set, runErr = m.startControllers(runCtx); runErr != nil {
+						stopElection()
+						return
+					}
+					defer set.stop()
+				}
+				if err := m.runControllers(runCtx, ctx.Done(), set); err != nil {
 					runErr = err
 					stopElection()
 				}

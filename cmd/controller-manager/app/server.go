@@ -21,7 +21,8 @@ import (
 // newHTTPHandler serves probes, metrics and the debug page. /healthz and
 // /livez run the live checks (ping, and the leader election watchdog when
 // it is on); /readyz runs them too and fails until every informer started so
-// far has synced, so a standby, which starts none, is ready. Every check is
+// far has synced: a warm standby is ready once its caches have synced, a
+// cold one, which starts none, at once. Every check is
 // also served on its own path (/readyz/informer-sync) and ?verbose lists them.
 func newHTTPHandler(status *managerStatus, live []healthz.HealthChecker) http.Handler {
 	synced := healthz.NamedCheck("informer-sync", func(*http.Request) error {

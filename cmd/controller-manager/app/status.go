@@ -13,9 +13,14 @@ type managerStatus struct {
 	leading atomic.Bool
 
 	mu          sync.Mutex
-	controllers map[string]Controller
+	controllers map[string]Controller // built: their queues fill
+	running     bool                  // their workers run
 	// unsynced counts the informer factories started but not yet synced.
 	unsynced int
+	// awaitingInformers is set while an instance that starts informers
+	// before it leads (a warm standby, or no leader election) has not
+	// started them yet, so it is not ready in the meantime.
+	awaitingInformers bool
 }
 
 func newManagerStatus(enabled []ControllerDescriptor) *managerStatus {
@@ -27,9 +32,12 @@ func newManagerStatus(enabled []ControllerDescriptor) *managerStatus {
 	return s
 }
 
-func (s *managerStatus) setControllers(cs []Controller) {
+// setControllers records the controllers built (a warm standby's too) and
+// whether their workers run.
+func (s *managerStatus) setControllers(cs []Controller, running bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.running = running
 	s.controllers = map[string]Controller{}
 	for _, c := range cs {
 		s.controllers[c.Name()] = c
@@ -42,19 +50,30 @@ func (s *managerStatus) addUnsynced(n int) {
 	s.unsynced += n
 }
 
+// startedInformers records n informer factories started and not yet synced.
+func (s *managerStatus) startedInformers(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unsynced += n
+	s.awaitingInformers = false
+}
+
 // synced reports whether every informer started so far has synced. An
-// instance that started none (a standby) is ready.
+// instance that started none (a cold standby) is ready; a warm standby is
+// once its caches have synced.
 func (s *managerStatus) synced() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.unsynced == 0
+	return s.unsynced == 0 && !s.awaitingInformers
 }
 
 // ControllerStatus is one entry of /debug/controllers.
 type ControllerStatus struct {
-	Name       string `json:"name"`
-	Running    bool   `json:"running"`
-	QueueDepth *int   `json:"queueDepth,omitempty"`
+	Name    string `json:"name"`
+	Running bool   `json:"running"`
+	// QueueDepth is reported once the controller is built: on a warm
+	// standby it counts the keys waiting for the Lease.
+	QueueDepth *int `json:"queueDepth,omitempty"`
 }
 
 // DebugStatus is what /debug/controllers serves; the tests and the
@@ -65,11 +84,11 @@ type DebugStatus struct {
 	Controllers []ControllerStatus `json:"controllers"`
 }
 
-// QueuesEmpty reports whether at least one controller runs and every
-// running one has an empty queue.
+// QueuesEmpty reports whether at least one controller is enabled and every
+// one runs with an empty queue.
 func (d DebugStatus) QueuesEmpty() bool {
 	for _, c := range d.Controllers {
-		if c.QueueDepth == nil || *c.QueueDepth != 0 {
+		if !c.Running || c.QueueDepth == nil || *c.QueueDepth != 0 {
 			return false
 		}
 	}
@@ -83,7 +102,7 @@ func (s *managerStatus) debug() DebugStatus {
 	for _, name := range s.enabled {
 		cs := ControllerStatus{Name: name}
 		if c, ok := s.controllers[name]; ok {
-			cs.Running = true
+			cs.Running = s.running
 			if q, ok := c.(QueueLengther); ok {
 				n := q.QueueLen()
 				cs.QueueDepth = &n

@@ -27,6 +27,7 @@ import (
 type Options struct {
 	Generic        GenericOptions
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	HA             HAOptions
 	Logs           *logsapi.LoggingConfiguration
 
 	// One field per controller, bound to its own flag set.
@@ -76,6 +77,7 @@ func NewOptions() *Options {
 			ResourceName:      "controller-manager",
 			ResourceNamespace: "",
 		},
+		HA:       DefaultHAOptions(),
 		Logs:     logsapi.NewLoggingConfiguration(),
 		Ingress:  ingress.DefaultOptions(),
 		Pipeline: pipeline.DefaultOptions(),
@@ -117,6 +119,7 @@ func (o *Options) Flags(allControllers, disabledByDefault []string) cliflag.Name
 		"Informers resync every period chosen at random between this and twice this.")
 
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fss.FlagSet("leader election"))
+	bindHAFlags(&o.HA, fss.FlagSet("leader election"))
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logging"))
 	verflag.AddFlags(fss.FlagSet("misc"))
 
@@ -157,6 +160,9 @@ func (o *Options) Validate() error {
 		if le.ResourceName == "" {
 			errs = append(errs, errors.New("--leader-elect-resource-name must not be empty"))
 		}
+	}
+	if err := o.HA.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := o.Ingress.Validate(); err != nil {
 		errs = append(errs, err)

@@ -1,0 +1,50 @@
+package options
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+)
+
+// Standby modes: what a replica that does not lead runs.
+const (
+	// StandbyWarm builds the controllers, starts their informers and event
+	// handlers and syncs the caches; only the workers wait for the Lease.
+	StandbyWarm = "warm"
+	// StandbyCold starts nothing until the Lease is won, as
+	// kube-controller-manager does.
+	StandbyCold = "cold"
+)
+
+// HAOptions say how replicas share the work under leader election.
+type HAOptions struct {
+	// Standby is StandbyWarm or StandbyCold.
+	Standby string
+	// PerController runs each enabled controller under its own Lease,
+	// <leader-elect-resource-name>-<controller>, so controllers spread
+	// across replicas.
+	PerController bool
+}
+
+// DefaultHAOptions: warm standbys, one Lease for all controllers.
+func DefaultHAOptions() HAOptions {
+	return HAOptions{Standby: StandbyWarm}
+}
+
+func bindHAFlags(o *HAOptions, fs *pflag.FlagSet) {
+	fs.StringVar(&o.Standby, "standby", o.Standby,
+		"What a replica runs while it does not lead: 'warm' builds the controllers and syncs their caches, so a takeover starts working at once (each standby holds a full cache and one watch per resource); 'cold' starts nothing until it leads, for replicas short of memory.")
+}
+
+// Validate returns the problems with the HA options.
+func (o HAOptions) Validate() error {
+	switch o.Standby {
+	case StandbyWarm, StandbyCold:
+	default:
+		return fmt.Errorf("--standby must be %q or %q, got %q", StandbyWarm, StandbyCold, o.Standby)
+	}
+	if o.PerController && o.Standby != StandbyWarm {
+		return fmt.Errorf("--leader-elect-per-controller needs --standby=%s: the controllers share their informers, so every replica starts them all", StandbyWarm)
+	}
+	return nil
+}

@@ -1,0 +1,28 @@
+package options
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHAOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    HAOptions
+		wantErr string
+	}{
+		{"defaults", DefaultHAOptions(), ""},
+		{"cold", HAOptions{Standby: StandbyCold}, ""},
+		{"per controller, warm", HAOptions{Standby: StandbyWarm, PerController: true}, ""},
+		{"unknown standby", HAOptions{Standby: "hot"}, `--standby must be "warm" or "cold", got "hot"`},
+		{"per controller, cold", HAOptions{Standby: StandbyCold, PerController: true}, "--leader-elect-per-controller needs --standby=warm"},
+	} {
+		err := tc.opts.Validate()
+		if tc.wantErr == "" && err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.wantErr)
+		}
+	}
+}
