@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
@@ -85,6 +86,7 @@ func NewController(
 		ingresses.Informer().HasSynced,
 	}
 	c.Reconcile = c.sync
+	c.MaxRetries = opts.MaxRetries
 	c.GiveUp = controller.GiveUpEvent(recorder, func(key controller.Key) (runtime.Object, error) {
 		return c.apps.Apps(key.Namespace).Get(key.Name)
 	}, "Giving up after repeated failures until the App or a child changes")
@@ -99,6 +101,20 @@ func NewController(
 		if _, err := informer.AddEventHandler(controller.EnqueueControllerOf(c.Queue, owner, false)); err != nil {
 			return nil, err
 		}
+		// A same-name object the App does not control blocks its child,
+		// maybe past the App's retry budget: its going unblocks the App.
+		if _, err := informer.AddEventHandler(controller.EnqueueUnblocked(c.Queue, c.appNamed)); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
+}
+
+// appNamed maps an object of a child kind to the App of the same name in
+// its namespace, whose child it would be, if that App exists.
+func (c *Controller) appNamed(obj metav1.Object) []controller.Key {
+	if _, err := c.apps.Apps(obj.GetNamespace()).Get(obj.GetName()); err != nil {
+		return nil
+	}
+	return []controller.Key{{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 }

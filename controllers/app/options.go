@@ -20,6 +20,10 @@ type Options struct {
 	// IngressClass is the class of the Apps' Ingresses; empty leaves the
 	// choice to the cluster's default IngressClass.
 	IngressClass string
+	// MaxRetries bounds an App's consecutive failed reconciles before its key
+	// is dropped until an event; 0 is controller.DefaultMaxRetries. Not a
+	// flag: tests lower it to reach the bound quickly.
+	MaxRetries int
 }
 
 // DefaultOptions returns the defaults of the flags.

@@ -4,6 +4,7 @@
 package ingress
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -47,6 +48,7 @@ func NewController(
 	}
 	c.Synced = []cache.InformerSynced{services.Informer().HasSynced, ingresses.Informer().HasSynced}
 	c.Reconcile = c.sync
+	c.MaxRetries = opts.MaxRetries
 	c.GiveUp = controller.GiveUpEvent(recorder, func(key controller.Key) (runtime.Object, error) {
 		return c.services.Services(key.Namespace).Get(key.Name)
 	}, "Giving up on the Ingress after repeated failures")
@@ -60,5 +62,19 @@ func NewController(
 		controller.EnqueueControllerOf(c.Queue, schema.GroupKind{Kind: "Service"}, false)); err != nil {
 		return nil, err
 	}
+	// A same-name Ingress the Service does not control blocks its own,
+	// maybe past the Service's retry budget: its going unblocks the Service.
+	if _, err := ingresses.Informer().AddEventHandler(controller.EnqueueUnblocked(c.Queue, c.serviceNamed)); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// serviceNamed maps an Ingress to the Service of the same name in its
+// namespace, whose Ingress it would be, if that Service exists.
+func (c *Controller) serviceNamed(ing metav1.Object) []controller.Key {
+	if _, err := c.services.Services(ing.GetNamespace()).Get(ing.GetName()); err != nil {
+		return nil
+	}
+	return []controller.Key{{Namespace: ing.GetNamespace(), Name: ing.GetName()}}
 }

@@ -13,6 +13,10 @@ type Options struct {
 	// DefaultDomain gives the host <service>.<namespace>.<domain> when a
 	// Service has no ingress/host annotation; empty leaves the rule hostless.
 	DefaultDomain string
+	// MaxRetries bounds a Service's consecutive failed reconciles before its key
+	// is dropped until an event; 0 is controller.DefaultMaxRetries. Not a
+	// flag: tests lower it to reach the bound quickly.
+	MaxRetries int
 }
 
 // DefaultOptions returns the defaults of the flags.

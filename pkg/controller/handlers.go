@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -67,6 +68,41 @@ func EnqueueMapped(q Queue, mapFn func(obj metav1.Object) []Key) cache.ResourceE
 		},
 		DeleteFunc: enqueue,
 	}
+}
+
+// EnqueueUnblocked returns handlers for a kind of child that enqueue the
+// owners an object of that kind may have been keeping from their own child
+// (a same-name object they do not control): when the object is deleted, and
+// when its controller changes (released, or adopted). blocked maps an object
+// to those owners' keys; it sees every object of the kind, so it must find
+// them by index, not by listing. Without this an owner whose key was dropped
+// after MaxRetries would wait for the next resync once the blocker is gone.
+func EnqueueUnblocked(q Queue, blocked func(obj metav1.Object) []Key) cache.ResourceEventHandlerFuncs {
+	enqueue := func(obj any) {
+		if o, ok := objectMeta(obj); ok {
+			for _, key := range blocked(o) {
+				q.Add(key)
+			}
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			o, okOld := objectMeta(oldObj)
+			n, okNew := objectMeta(newObj)
+			if okOld && okNew && controllerUID(o) != controllerUID(n) {
+				enqueue(newObj)
+			}
+		},
+		DeleteFunc: enqueue,
+	}
+}
+
+// controllerUID is the UID of obj's controller, empty when it has none.
+func controllerUID(obj metav1.Object) types.UID {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		return ref.UID
+	}
+	return ""
 }
 
 // IsResync reports whether an update carries the same resourceVersion on

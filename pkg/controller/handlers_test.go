@@ -93,6 +93,23 @@ func TestEnqueueMappedReachesOldAndNewTargets(t *testing.T) {
 	}
 }
 
+func TestEnqueueUnblocked(t *testing.T) {
+	q := fastQueue()
+	h := EnqueueUnblocked(q, func(o metav1.Object) []Key {
+		return []Key{{Namespace: o.GetNamespace(), Name: "owner-of-" + o.GetName()}}
+	})
+	h.OnAdd(svc("added", "1"), false)                  // a new blocker unblocks nothing
+	h.OnUpdate(svc("edited", "1"), svc("edited", "2")) // nor does an edit that keeps the controller
+	released := ownedDeployment("released", "1", "apps/v1", "ReplicaSet", "rs")
+	h.OnUpdate(released, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "released", ResourceVersion: "2"}})
+	h.OnDelete(cache.DeletedFinalStateUnknown{Obj: svc("deleted", "1")})
+	got := drain(q)
+	want := []Key{{Namespace: "ns", Name: "owner-of-released"}, {Namespace: "ns", Name: "owner-of-deleted"}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
 func TestTrySendDoesNotBlockAndForwardEvents(t *testing.T) {
 	ch := make(chan Key, 1)
 	if !TrySend(ch, Key{Name: "tick"}) {

@@ -45,6 +45,12 @@ type env struct {
 // server with managerConfig.
 func setup(t *testing.T, managerConfig func(ns string) *rest.Config) *env {
 	t.Helper()
+	return setupWith(t, managerConfig, nil)
+}
+
+// setupWith is setup with mutate changing the manager's options further.
+func setupWith(t *testing.T, managerConfig func(ns string) *rest.Config, mutate func(*options.Options)) *env {
+	t.Helper()
 	installCRDs(t)
 	ns := framework.CreateNamespace(t, cp.Client)
 	t.Cleanup(func() { _ = cp.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
@@ -60,6 +66,9 @@ func setup(t *testing.T, managerConfig func(ns string) *rest.Config) *env {
 		o.Generic.Controllers = []string{appcontroller.ControllerName}
 		o.App.IngressDomain = domain
 		o.App.IngressClass = class
+		if mutate != nil {
+			mutate(o)
+		}
 	})
 	return &env{t: t, ns: ns, kube: cp.Client, apps: typed.AppV1beta1().Apps(ns), m: m}
 }

@@ -225,3 +225,52 @@ func TestResyncOfConvergedServicesWritesNothing(t *testing.T) {
 		t.Fatalf("resync of converged Services made %d write requests:\n%s", extra, m.Writes.Summary())
 	}
 }
+
+// A Service kept from its Ingress by a same-name Ingress it does not control
+// is retried until its budget is spent and its key dropped. The blocker
+// going away later must still bring it its Ingress at once, not at the next
+// resync 12-24 h later (issue 12, defect 2).
+func TestBlockerGoneAfterTheRetryBudgetUnblocksTheService(t *testing.T) {
+	ctx := context.Background()
+	client := cp.Client
+	ns := framework.CreateNamespace(t, client)
+	framework.StartManager(t, cp.Config, func(o *options.Options) {
+		withDefaults(o)
+		o.Ingress.MaxRetries = 2
+	})
+	theirs := &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "blocked", Labels: map[string]string{"owner": "someone-else"}},
+		Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{
+			Service: &networkingv1.IngressServiceBackend{Name: "other", Port: networkingv1.ServiceBackendPort{Number: 1}},
+		}},
+	}
+	if _, err := client.NetworkingV1().Ingresses(ns).Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := client.CoreV1().Services(ns).Create(ctx,
+		annotatedService(ns, "blocked", map[string]string{ingress.AnnotationEnabled: "true"}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, reason := range []string{"IngressConflict", "ReconcileFailed"} { // blocked, then the key dropped
+		framework.Eventually(t, timeout, "a Warning event "+reason, func(ctx context.Context) (bool, error) {
+			events, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.SelectorFromSet(fields.Set{
+				"involvedObject.kind": "Service", "involvedObject.name": "blocked", "reason": reason, "type": corev1.EventTypeWarning,
+			}).String()})
+			return err == nil && len(events.Items) > 0, err
+		})
+	}
+
+	if err := client.NetworkingV1().Ingresses(ns).Delete(ctx, "blocked", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	framework.Eventually(t, 20*time.Second, "the Service's own Ingress", func(ctx context.Context) (bool, error) {
+		ing, err := client.NetworkingV1().Ingresses(ns).Get(ctx, "blocked", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return metav1.IsControlledBy(ing, svc), nil
+	})
+	t.Logf("the Service got its own Ingress %s after the blocker was deleted", time.Since(deleted).Round(time.Millisecond))
+}
