@@ -73,6 +73,14 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		obs.claim, obs.claimErr = syncChild(ctx, c, p, c.claims, want.claim)
 		record(obs.claimErr)
 	}
+	if obs.volume != nil && obs.claim != nil {
+		// A claim created again finds the volume reserved for the old one.
+		volume, err := c.releaseStaleClaimRef(ctx, p, obs.volume, obs.claim)
+		record(err)
+		if err == nil {
+			obs.volume = volume
+		}
+	}
 	for i, step := range p.Spec.Steps {
 		s := observedStep{
 			model:          step.Model,

@@ -1,0 +1,34 @@
+package pipeline
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestStaleClaimRef(t *testing.T) {
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "models", UID: "new"}}
+	ref := func(namespace, name string, uid types.UID) *corev1.ObjectReference {
+		return &corev1.ObjectReference{Namespace: namespace, Name: name, UID: uid}
+	}
+	for _, tc := range []struct {
+		name     string
+		claimRef *corev1.ObjectReference
+		want     bool
+	}{
+		{"no claimRef", nil, false},
+		{"pre-bound, not yet bound", ref("ns", "models", ""), false},
+		{"bound to the claim", ref("ns", "models", "new"), false},
+		{"reserved for a deleted claim of that name", ref("ns", "models", "old"), true},
+		{"another claim's name: the apply moves it", ref("other", "models", "old"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pv := &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{ClaimRef: tc.claimRef}}
+			if got := staleClaimRef(pv, claim); got != tc.want {
+				t.Errorf("staleClaimRef = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
