@@ -47,6 +47,8 @@ type Manager struct {
 	// electionHealth fails /healthz when this instance leads but has not
 	// renewed its lease in time; nil without leader election.
 	electionHealth *leaderelection.HealthzAdaptor
+	// controllerHealth is electionHealth per controller in per-controller mode.
+	controllerHealth map[string]*leaderelection.HealthzAdaptor
 	// guard makes the controllers' clients refuse writes without a fresh
 	// Lease; nil without leader election.
 	guard *leaseguard.Guard
@@ -94,7 +96,15 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 		}
 	}
 	health := []healthz.HealthChecker{healthz.PingHealthz}
-	if opts.LeaderElection.LeaderElect {
+	switch {
+	case opts.LeaderElection.LeaderElect && opts.HA.PerController:
+		m.controllerHealth = map[string]*leaderelection.HealthzAdaptor{}
+		for _, d := range enabled {
+			a := leaderelection.NewLeaderHealthzAdaptor(leaderHealthTolerance)
+			m.controllerHealth[d.Name] = a
+			health = append(health, healthz.NamedCheck("leaderElection-"+d.Name, a.Check))
+		}
+	case opts.LeaderElection.LeaderElect:
 		m.electionHealth = leaderelection.NewLeaderHealthzAdaptor(leaderHealthTolerance)
 		health = append(health, m.electionHealth)
 	}
@@ -135,32 +145,35 @@ func (m *Manager) Run(ctx context.Context) error {
 	logger.Info("Starting controller manager", "controllers", names)
 
 	if !m.opts.LeaderElection.LeaderElect {
-		m.status.leading.Store(true)
+		m.status.setLeading(m.enabled, true)
 		// No Lease to lose: a shutdown drains, then cancels what is left.
-		set, err := m.startControllers(ctx)
+		set, err := m.startControllers(ctx, nil)
 		if err != nil {
 			return err
 		}
 		defer set.stop()
 		runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancel()
-		return m.runControllers(runCtx, ctx.Done(), set)
+		m.runControllers(runCtx, ctx.Done(), set, set.controllers)
+		return nil
+	}
+	if m.opts.HA.PerController {
+		return m.runPerController(ctx)
 	}
 	return m.runWithLeaderElection(ctx)
 }
 
-// runControllers runs the controllers of set until ctx is done or drain is
-// closed, starting the Event sink first.
+// runControllers runs controllers (of set) until ctx is done or drain is
+// closed, starting their Event sinks first.
 //
 // ctx done means the Lease is gone: the reconciles in flight are cancelled
 // with it and runControllers returns as soon as the workers have, within
 // leaseLostGrace. drain closed means a graceful shutdown: the workers stop
 // taking keys and the reconciles in flight get up to --shutdown-timeout to
 // finish; the caller cancels ctx afterwards, which ends any still running.
-func (m *Manager) runControllers(ctx context.Context, drain <-chan struct{}, set *controllerSet) error {
+func (m *Manager) runControllers(ctx context.Context, drain <-chan struct{}, set *controllerSet, controllers []Controller) {
 	logger := klog.FromContext(ctx)
-	set.startEvents()
-	controllers := set.controllers
+	set.startEvents(controllers)
 	runCtx := controller.WithGracefulStop(ctx, drain)
 	var wg sync.WaitGroup
 	for _, c := range controllers {
@@ -168,7 +181,7 @@ func (m *Manager) runControllers(ctx context.Context, drain <-chan struct{}, set
 			c.Run(klog.NewContext(runCtx, klog.LoggerWithName(logger, c.Name())))
 		})
 	}
-	m.status.setControllers(controllers, true)
+	m.status.setRunning(controllers, true)
 	wait := m.opts.Generic.ShutdownTimeout
 	select {
 	case <-ctx.Done():
@@ -184,8 +197,7 @@ func (m *Manager) runControllers(ctx context.Context, drain <-chan struct{}, set
 	case <-time.After(wait):
 		logger.Info("Controllers did not stop in time, cancelling what is left", "waited", wait)
 	}
-	m.status.setControllers(controllers, false)
-	return nil
+	m.status.setRunning(controllers, false)
 }
 
 // factory is an informer factory as the manager drives it.
@@ -199,9 +211,6 @@ type factory struct {
 // per kind of client that every controller shares.
 func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
 	cc := ControllerContext{KubeConfig: m.config, Options: m.opts}
-	if m.guard != nil {
-		cc.wrapTransport = m.guard.WrapTransport
-	}
 	resync := resyncPeriod(m.opts.Generic.MinResyncPeriod)
 
 	kubeClient, err := kubernetes.NewForConfig(cc.ClientConfig("shared-informers"))

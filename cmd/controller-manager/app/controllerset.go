@@ -9,6 +9,8 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+
+	"github.com/ndsl/controller-manager/pkg/leaseguard"
 )
 
 // controllerSet is the enabled controllers, built, with the shared informers
@@ -16,45 +18,38 @@ import (
 // standby holds one while it waits for the Lease; a cold one builds it once
 // it leads.
 type controllerSet struct {
+	m           *Manager
+	logger      klog.Logger
+	cc          ControllerContext
+	guardFor    func(controller string) *leaseguard.Guard
 	controllers []Controller
-	broadcaster record.EventBroadcaster
-	startEvents func()
-	stop        func()
+	// events start each controller's Event sink, once.
+	events map[string]func()
+	stop   func()
+
+	mu           sync.Mutex
+	broadcasters []record.EventBroadcaster
 }
 
 // startControllers builds every enabled controller (registering its
 // informers and event handlers) and starts the shared informers, which run
 // until stop. The event handlers fill the controllers' queues; nothing takes
-// keys from them until run. Nothing here writes to the API server: the
-// Event sink starts with the workers (startEvents).
-func (m *Manager) startControllers(ctx context.Context) (*controllerSet, error) {
-	logger := klog.FromContext(ctx)
+// keys from them until the controllers run. Nothing here writes to the API
+// server: a controller's Event sink starts with its workers.
+//
+// guardFor gives the lease guard of a controller's clients and Event sink
+// (nil: none): the one guard of the single Lease, or the controller's own.
+func (m *Manager) startControllers(ctx context.Context, guardFor func(controller string) *leaseguard.Guard) (*controllerSet, error) {
 	cc, factories, err := m.controllerContext()
 	if err != nil {
 		return nil, err
 	}
-	eventClient, err := cc.KubeClient("events")
-	if err != nil {
-		return nil, err
-	}
-	broadcaster := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
-	cc.recorders = func(component string) record.EventRecorder {
-		return broadcaster.NewRecorder(Scheme, corev1.EventSource{Component: component})
-	}
-	set := &controllerSet{broadcaster: broadcaster}
-	var once sync.Once
-	set.startEvents = func() {
-		once.Do(func() {
-			broadcaster.StartStructuredLogging(3)
-			broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
-		})
-	}
-
+	set := &controllerSet{m: m, logger: klog.FromContext(ctx), cc: cc, guardFor: guardFor, events: map[string]func(){}}
 	for _, d := range m.enabled {
-		c, err := d.New(klog.NewContext(ctx, klog.LoggerWithName(logger, d.Name)), cc)
+		c, err := set.build(ctx, d)
 		if err != nil {
-			broadcaster.Shutdown()
-			return nil, fmt.Errorf("building controller %s: %w", d.Name, err)
+			set.shutdownEvents()
+			return nil, err
 		}
 		set.controllers = append(set.controllers, c)
 	}
@@ -74,14 +69,73 @@ func (m *Manager) startControllers(ctx context.Context) (*controllerSet, error) 
 			}
 		}()
 	}
-	m.status.setControllers(set.controllers, false)
+	m.status.setBuilt(set.controllers)
 	set.stop = func() {
-		m.status.setControllers(nil, false)
+		m.status.setBuilt(nil)
 		stopInformers()
 		for _, f := range factories {
 			f.shutdown()
 		}
-		broadcaster.Shutdown()
+		set.shutdownEvents()
 	}
 	return set, nil
+}
+
+// build builds one controller with its own clients and Event recorder,
+// both behind its lease guard.
+func (s *controllerSet) build(ctx context.Context, d ControllerDescriptor) (Controller, error) {
+	cc := s.cc
+	var guard *leaseguard.Guard
+	if s.guardFor != nil {
+		guard = s.guardFor(d.Name)
+	}
+	if guard != nil {
+		cc.wrapTransport = guard.WrapTransport
+	}
+	eventClient, err := cc.KubeClient("events")
+	if err != nil {
+		return nil, err
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
+	s.mu.Lock()
+	s.broadcasters = append(s.broadcasters, broadcaster)
+	s.mu.Unlock()
+	cc.recorders = func(component string) record.EventRecorder {
+		return broadcaster.NewRecorder(Scheme, corev1.EventSource{Component: component})
+	}
+	var once sync.Once
+	start := func() {
+		once.Do(func() {
+			broadcaster.StartStructuredLogging(3)
+			broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
+		})
+	}
+	c, err := d.New(klog.NewContext(ctx, klog.LoggerWithName(s.logger, d.Name)), cc)
+	if err != nil {
+		return nil, fmt.Errorf("building controller %s: %w", d.Name, err)
+	}
+	s.mu.Lock()
+	s.events[d.Name] = start
+	s.mu.Unlock()
+	return c, nil
+}
+
+// startEvents starts the Event sink of each controller.
+func (s *controllerSet) startEvents(controllers []Controller) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range controllers {
+		if start, ok := s.events[c.Name()]; ok {
+			start()
+		}
+	}
+}
+
+func (s *controllerSet) shutdownEvents() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range s.broadcasters {
+		b.Shutdown()
+	}
+	s.broadcasters = nil
 }

@@ -42,27 +42,15 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	le := m.opts.LeaderElection
 
-	hostname, err := os.Hostname()
+	el, err := m.newElection(ctx)
 	if err != nil {
-		return fmt.Errorf("getting hostname for the leader election identity: %w", err)
+		return err
 	}
-	identity := hostname + "_" + string(uuid.NewUUID())
-	namespace := leaseNamespace(le.ResourceNamespace)
-
-	client, err := kubernetes.NewForConfig(m.clientConfig("leader-election"))
+	defer el.shutdown()
+	identity, namespace := el.identity, el.namespace
+	lock, err := el.lock(le.ResourceName)
 	if err != nil {
-		return fmt.Errorf("building the leader election client: %w", err)
-	}
-	broadcaster := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
-	defer broadcaster.Shutdown()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events(namespace)})
-	recorder := broadcaster.NewRecorder(Scheme, corev1.EventSource{Component: "controller-manager", Host: hostname})
-
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, namespace, le.ResourceName,
-		client.CoreV1(), client.CoordinationV1(),
-		resourcelock.ResourceLockConfig{Identity: identity, EventRecorder: recorder})
-	if err != nil {
-		return fmt.Errorf("creating the leader election lock: %w", err)
+		return err
 	}
 	// The controllers' clients refuse to write unless this Lease was renewed
 	// within the renew deadline (see pkg/leaseguard).
@@ -76,7 +64,7 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 	// clients carry the guard, which refuses every write until it leads.
 	var warm *controllerSet
 	if m.opts.HA.Standby == options.StandbyWarm {
-		if warm, err = m.startControllers(ctx); err != nil {
+		if warm, err = m.startControllers(ctx, m.guardForAll); err != nil {
 			return err
 		}
 		defer warm.stop()
@@ -112,7 +100,7 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 					return
 				}
 				started.Store(true)
-				m.status.leading.Store(true)
+				m.status.setLeading(m.enabled, true)
 				logger.Info("Started leading")
 				// leadingCtx dies with the Lease: every reconcile in flight
 				// is cancelled at once. A shutdown (ctx done) only drains;
@@ -121,20 +109,17 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 				defer cancel()
 				set := warm
 				if set == nil {
-					if set, runErr = m.startControllers(runCtx); runErr != nil {
+					if set, runErr = m.startControllers(runCtx, m.guardForAll); runErr != nil {
 						stopElection()
 						return
 					}
 					defer set.stop()
 				}
-				if err := m.runControllers(runCtx, ctx.Done(), set); err != nil {
-					runErr = err
-					stopElection()
-				}
+				m.runControllers(runCtx, ctx.Done(), set, set.controllers)
 			},
 			OnStoppedLeading: func() {
 				m.guard.Lost()
-				m.status.leading.Store(false)
+				m.status.setLeading(m.enabled, false)
 				if ctx.Err() == nil && started.Load() {
 					lost.Store(true)
 				}
@@ -169,6 +154,42 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 	return nil
 }
 
+// election is what every Lease of this instance shares: its identity, the
+// namespace, the client and the recorder of leader election events.
+type election struct {
+	identity, namespace string
+	client              kubernetes.Interface
+	recorder            record.EventRecorder
+	shutdown            func()
+}
+
+func (m *Manager) newElection(ctx context.Context) (*election, error) {
+	hostname, err := os.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("getting hostname for the leader election identity: %w", err)
+	}
+	el := &election{identity: hostname + "_" + string(uuid.NewUUID()), namespace: leaseNamespace(m.opts.LeaderElection.ResourceNamespace)}
+	if el.client, err = kubernetes.NewForConfig(m.clientConfig("leader-election")); err != nil {
+		return nil, fmt.Errorf("building the leader election client: %w", err)
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: el.client.CoreV1().Events(el.namespace)})
+	el.recorder = broadcaster.NewRecorder(Scheme, corev1.EventSource{Component: "controller-manager", Host: hostname})
+	el.shutdown = broadcaster.Shutdown
+	return el, nil
+}
+
+// lock is the Lease called name, wrapped for tests by WithLeaseLock.
+func (el *election) lock(name string) (resourcelock.Interface, error) {
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, el.namespace, name,
+		el.client.CoreV1(), el.client.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: el.identity, EventRecorder: el.recorder})
+	if err != nil {
+		return nil, fmt.Errorf("creating the leader election lock %s: %w", name, err)
+	}
+	return lock, nil
+}
+
 // leaseNamespace is the flag's value, else the pod's namespace, else "default".
 func leaseNamespace(flag string) string {
 	if flag != "" {
@@ -181,3 +202,6 @@ func leaseNamespace(flag string) string {
 	}
 	return "default"
 }
+
+// guardForAll gives every controller the single Lease's guard.
+func (m *Manager) guardForAll(string) *leaseguard.Guard { return m.guard }

@@ -3,18 +3,19 @@ package app
 import (
 	"sort"
 	"sync"
-	"sync/atomic"
 )
 
 // managerStatus is what the HTTP endpoints report: which controllers are
-// enabled, whether this instance leads, and whether its caches have synced.
+// enabled, built and running, which Leases this instance holds, and whether
+// its caches have synced.
 type managerStatus struct {
 	enabled []string
-	leading atomic.Bool
 
-	mu          sync.Mutex
-	controllers map[string]Controller // built: their queues fill
-	running     bool                  // their workers run
+	mu       sync.Mutex
+	built    map[string]Controller // their queues fill
+	running  map[string]bool       // their workers run
+	leading  map[string]bool       // this instance holds the Lease they run under
+	leaseFor map[string]string     // the Lease each runs under, in per-controller mode
 	// unsynced counts the informer factories started but not yet synced.
 	unsynced int
 	// awaitingInformers is set while an instance that starts informers
@@ -24,7 +25,7 @@ type managerStatus struct {
 }
 
 func newManagerStatus(enabled []ControllerDescriptor) *managerStatus {
-	s := &managerStatus{controllers: map[string]Controller{}}
+	s := &managerStatus{built: map[string]Controller{}, running: map[string]bool{}, leading: map[string]bool{}}
 	for _, d := range enabled {
 		s.enabled = append(s.enabled, d.Name)
 	}
@@ -32,16 +33,44 @@ func newManagerStatus(enabled []ControllerDescriptor) *managerStatus {
 	return s
 }
 
-// setControllers records the controllers built (a warm standby's too) and
-// whether their workers run.
-func (s *managerStatus) setControllers(cs []Controller, running bool) {
+// setBuilt records the controllers built (a warm standby's too); nil when
+// they are gone.
+func (s *managerStatus) setBuilt(cs []Controller) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.running = running
-	s.controllers = map[string]Controller{}
+	s.built = map[string]Controller{}
 	for _, c := range cs {
-		s.controllers[c.Name()] = c
+		s.built[c.Name()] = c
 	}
+}
+
+// setRunning records whether the workers of cs run; a controller rebuilt
+// after it lost its Lease replaces the old one.
+func (s *managerStatus) setRunning(cs []Controller, running bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range cs {
+		s.running[c.Name()] = running
+		s.built[c.Name()] = c
+	}
+}
+
+// setLeading records whether this instance holds the Lease of the named controllers.
+func (s *managerStatus) setLeading(ds []ControllerDescriptor, leading bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range ds {
+		s.leading[d.Name] = leading
+	}
+}
+
+func (s *managerStatus) setLease(controller, lease string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.leaseFor == nil {
+		s.leaseFor = map[string]string{}
+	}
+	s.leaseFor[controller] = lease
 }
 
 func (s *managerStatus) addUnsynced(n int) {
@@ -69,8 +98,12 @@ func (s *managerStatus) synced() bool {
 
 // ControllerStatus is one entry of /debug/controllers.
 type ControllerStatus struct {
-	Name    string `json:"name"`
-	Running bool   `json:"running"`
+	Name string `json:"name"`
+	// Lease is the controller's own Lease in per-controller mode.
+	Lease string `json:"lease,omitempty"`
+	// Leading: this instance holds the Lease the controller runs under.
+	Leading bool `json:"leading"`
+	Running bool `json:"running"`
 	// QueueDepth is reported once the controller is built: on a warm
 	// standby it counts the keys waiting for the Lease.
 	QueueDepth *int `json:"queueDepth,omitempty"`
@@ -79,6 +112,8 @@ type ControllerStatus struct {
 // DebugStatus is what /debug/controllers serves; the tests and the
 // benchmark decode it.
 type DebugStatus struct {
+	// Leading: this instance holds a Lease (in per-controller mode, at
+	// least one; see each controller's).
 	Leading     bool               `json:"leading"`
 	Synced      bool               `json:"cachesSynced"`
 	Controllers []ControllerStatus `json:"controllers"`
@@ -96,13 +131,13 @@ func (d DebugStatus) QueuesEmpty() bool {
 }
 
 func (s *managerStatus) debug() DebugStatus {
-	out := DebugStatus{Leading: s.leading.Load(), Synced: s.synced()}
+	out := DebugStatus{Synced: s.synced()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, name := range s.enabled {
-		cs := ControllerStatus{Name: name}
-		if c, ok := s.controllers[name]; ok {
-			cs.Running = s.running
+		cs := ControllerStatus{Name: name, Lease: s.leaseFor[name], Leading: s.leading[name], Running: s.running[name]}
+		out.Leading = out.Leading || cs.Leading
+		if c, ok := s.built[name]; ok {
 			if q, ok := c.(QueueLengther); ok {
 				n := q.QueueLen()
 				cs.QueueDepth = &n

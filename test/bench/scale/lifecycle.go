@@ -8,6 +8,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
@@ -162,28 +163,44 @@ func scenarioSteady(ctx context.Context, c *cluster, cfg config, l *e2eframework
 	return res, nil
 }
 
-// failoverResult is scenario 6.
+// failoverResult is scenario 6: one run per cache size and standby mode.
 type failoverResult struct {
 	lease, renew, retry time.Duration
-	objects             int
-	// From kill -9 / SIGTERM of the leader to the standby leading and to
-	// its first reconcile.
-	killLeading, killReconcile time.Duration
-	termLeading, termReconcile time.Duration
+	runs                []failoverRun
+}
+
+// failoverRun is one size and standby mode: kill -9 of the leader, then
+// SIGTERM of the next one. Each takeover is split in two at the Lease's
+// acquireTime: kill → Lease acquired (the election: lease duration or one
+// retry period, the same for every mode) and Lease acquired → the new
+// leader's first reconcile (what the standby mode changes).
+type failoverRun struct {
+	standby string
+	objects int
+	// standbyRSS and standbyHeap are the standby's, measured before the kill.
+	standbyRSS, standbyHeap float64
+
+	killAcquired, killReconcile time.Duration
+	termAcquired, termReconcile time.Duration
 	// termExit is the SIGTERM'd leader's exit code, termExitAfter how long
 	// it took to exit.
 	termExit      int
 	termExitAfter time.Duration
 }
 
-// scenarioFailover runs two managers with leader election: kill -9 of the
-// leader, then SIGTERM of the next one, each time timing the standby.
+// fillNamespace holds the annotated headless Services (and the Ingresses the
+// manager makes for them) that bring the cache to each --failover-sizes.
+const fillNamespace = "bench-failover-fill"
+
+// scenarioFailover measures, at each cache size and for each standby mode,
+// a kill -9 and a SIGTERM failover between managers with leader election.
 func scenarioFailover(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher) (failoverResult, error) {
-	logger := klog.FromContext(ctx)
 	res := failoverResult{lease: cfg.leaseDuration, renew: cfg.renewDeadline, retry: cfg.retryPeriod}
 	const ns = "bench-failover"
-	if err := c.createNamespace(ctx, ns); err != nil {
-		return res, err
+	for _, name := range []string{ns, fillNamespace} {
+		if err := c.createNamespace(ctx, name); err != nil {
+			return res, err
+		}
 	}
 	// Something to reconcile even when no other scenario ran.
 	if err := parallel(ctx, cfg.failoverApps, cfg.concurrency, func(ctx context.Context, i int) error {
@@ -192,15 +209,55 @@ func scenarioFailover(ctx context.Context, c *cluster, cfg config, l *e2eframewo
 	}); err != nil {
 		return res, fmt.Errorf("creating the failover Apps: %w", err)
 	}
-	var err error
-	if res.objects, _, err = c.cachedObjects(ctx); err != nil {
-		return res, err
+	sizes := cfg.failoverSizes
+	if len(sizes) == 0 {
+		sizes = []int{0}
 	}
-	leaseName := fmt.Sprintf("bench-scale-%d-%d", os.Getpid(), time.Now().Unix())
+	filled := 0
+	for _, size := range sizes {
+		objects, _, err := c.cachedObjects(ctx)
+		if err != nil {
+			return res, err
+		}
+		if size > objects {
+			// Each Service brings its Ingress, made by the first leader.
+			more := (size - objects + 1) / 2
+			if err := parallel(ctx, more, 16, func(ctx context.Context, i int) error {
+				_, err := c.kube.CoreV1().Services(fillNamespace).Create(ctx, fillService(filled+i), metav1.CreateOptions{})
+				return ignoreExists(err)
+			}); err != nil {
+				return res, fmt.Errorf("filling the cache to %d objects: %w", size, err)
+			}
+			filled += more
+		}
+		for _, mode := range cfg.failoverStandby {
+			run, err := failoverOnce(ctx, c, cfg, l, ns, mode)
+			if err != nil {
+				return res, fmt.Errorf("%s standby at %d objects: %w", mode, size, err)
+			}
+			res.runs = append(res.runs, run)
+		}
+	}
+	return res, nil
+}
+
+func fillService(i int) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("fill-%d", i), Annotations: map[string]string{"ingress/http": "true"}},
+		Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 80}}},
+	}
+}
+
+// failoverOnce runs three managers with standby mode on a fresh Lease:
+// kill -9 of the first leader, then SIGTERM of the second.
+func failoverOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher, ns, mode string) (failoverRun, error) {
+	logger := klog.FromContext(ctx).WithValues("standby", mode)
+	run := failoverRun{standby: mode}
+	leaseName := fmt.Sprintf("bench-scale-%d-%d", os.Getpid(), time.Now().UnixNano())
 	start := func(name string) (*binaryManager, error) {
-		return startBinaryManager(ctx, l, name, append([]string{
+		return startBinaryManager(ctx, l, name+"-"+mode, append([]string{
 			"--leader-elect=true",
-			"--pipeline-allowed-namespaces=*",
+			"--standby=" + mode,
 			"--leader-elect-resource-namespace=" + ns,
 			"--leader-elect-resource-name=" + leaseName,
 			"--leader-elect-lease-duration=" + cfg.leaseDuration.String(),
@@ -210,42 +267,52 @@ func scenarioFailover(ctx context.Context, c *cluster, cfg config, l *e2eframewo
 	}
 	first, err := start("failover-1")
 	if err != nil {
-		return res, err
+		return run, err
 	}
 	defer func() { _, _ = first.Terminate(time.Minute) }()
 	if err := waitLeading(ctx, first, cfg.leaseDuration+2*time.Minute); err != nil {
-		return res, err
+		return run, err
 	}
 	if err := waitManagerReady(ctx, first, 10*time.Minute, 2*time.Second); err != nil {
-		return res, err
+		return run, err
+	}
+	if run.objects, _, err = c.cachedObjects(ctx); err != nil {
+		return run, err
 	}
 
 	second, err := start("failover-2")
 	if err != nil {
-		return res, err
+		return run, err
 	}
 	defer func() { _, _ = second.Terminate(time.Minute) }()
 	if err := waitStandby(ctx, c, second, ns, leaseName, cfg); err != nil {
-		return res, err
+		return run, err
 	}
-	logger.Info("Failover: kill -9 of the leader")
+	if sc, err := second.Counters(ctx); err == nil {
+		run.standbyHeap = sc.HeapInuse
+		run.standbyRSS = sc.RSS
+	}
+	if rss, err := procStatusKB(second.PID(), "VmRSS"); err == nil {
+		run.standbyRSS = rss
+	}
+	logger.Info("Failover: kill -9 of the leader", "objects", run.objects, "standbyRSS", run.standbyRSS)
 	killed := time.Now()
 	first.Kill()
-	if res.killLeading, res.killReconcile, err = timeTakeover(ctx, second, killed, cfg.leaseDuration+2*time.Minute); err != nil {
-		return res, fmt.Errorf("after kill -9: %w", err)
+	if run.killAcquired, run.killReconcile, err = timeTakeover(ctx, c, second, ns, leaseName, killed, cfg.leaseDuration+2*time.Minute); err != nil {
+		return run, fmt.Errorf("after kill -9: %w", err)
 	}
-	logger.Info("Standby took over after kill -9", "leading", res.killLeading, "firstReconcile", res.killReconcile)
+	logger.Info("Standby took over after kill -9", "acquired", run.killAcquired, "firstReconcile", run.killReconcile)
 	if err := waitManagerReady(ctx, second, 10*time.Minute, 2*time.Second); err != nil {
-		return res, err
+		return run, err
 	}
 
 	third, err := start("failover-3")
 	if err != nil {
-		return res, err
+		return run, err
 	}
 	defer func() { _, _ = third.Terminate(time.Minute) }()
 	if err := waitStandby(ctx, c, third, ns, leaseName, cfg); err != nil {
-		return res, err
+		return run, err
 	}
 	logger.Info("Failover: SIGTERM of the leader")
 	exited := make(chan struct{})
@@ -253,19 +320,19 @@ func scenarioFailover(ctx context.Context, c *cluster, cfg config, l *e2eframewo
 	go func() {
 		defer close(exited)
 		code, err := second.Terminate(2 * time.Minute)
-		res.termExit, res.termExitAfter = code, time.Since(termed)
+		run.termExit, run.termExitAfter = code, time.Since(termed)
 		if err != nil {
 			logger.Error(err, "The SIGTERM'd leader did not exit")
 		}
 	}()
-	leading, reconcile, err := timeTakeover(ctx, third, termed, cfg.leaseDuration+2*time.Minute)
+	acquired, reconcile, err := timeTakeover(ctx, c, third, ns, leaseName, termed, cfg.leaseDuration+2*time.Minute)
 	<-exited
 	if err != nil {
-		return res, fmt.Errorf("after SIGTERM: %w", err)
+		return run, fmt.Errorf("after SIGTERM: %w", err)
 	}
-	res.termLeading, res.termReconcile = leading, reconcile
-	logger.Info("Standby took over after SIGTERM", "leading", leading, "firstReconcile", reconcile, "oldLeaderExit", res.termExit)
-	return res, nil
+	run.termAcquired, run.termReconcile = acquired, reconcile
+	logger.Info("Standby took over after SIGTERM", "acquired", acquired, "firstReconcile", reconcile, "oldLeaderExit", run.termExit)
+	return run, nil
 }
 
 func waitLeading(ctx context.Context, m manager, timeout time.Duration) error {
@@ -314,29 +381,33 @@ func waitStandby(ctx context.Context, c *cluster, m manager, ns, lease string, c
 
 func leaseRenewTime(l *coordinationv1.Lease) *metav1.MicroTime { return l.Spec.RenewTime }
 
-// timeTakeover polls the standby until it leads and has reconciled
-// something, and returns both times from since. /debug/controllers is
-// cheap and polled often; /metrics every fourth time.
-func timeTakeover(ctx context.Context, m manager, since time.Time, timeout time.Duration) (leading, reconciled time.Duration, err error) {
-	polls := 0
-	err = wait.PollUntilContextTimeout(ctx, 25*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+// timeTakeover polls the standby's reconcile count until it has reconciled
+// something, then reads when it acquired the Lease: it returns since →
+// acquired and acquired → first reconcile. The Lease's acquireTime is the
+// standby's clock, the same machine's as since's.
+func timeTakeover(ctx context.Context, c *cluster, m manager, ns, lease string, since time.Time, timeout time.Duration) (acquired, firstReconcile time.Duration, err error) {
+	var reconciled time.Time
+	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if exited, err := m.Exited(); exited {
 			return false, fmt.Errorf("manager %s exited (%v); log:\n%s", m.Name(), err, m.LogTail())
 		}
-		if leading == 0 {
-			if d, err := getDebug(ctx, m.Base()); err == nil && d.Leading {
-				leading = time.Since(since)
-			}
-		}
-		if polls++; leading == 0 || polls%4 != 0 {
-			return false, nil
-		}
-		c, err := m.Counters(ctx)
-		if err == nil && c.Reconciles > 0 {
-			reconciled = time.Since(since)
+		counters, err := m.Counters(ctx)
+		if err == nil && counters.Reconciles > 0 {
+			reconciled = time.Now()
 			return true, nil
 		}
 		return false, nil
 	})
-	return leading, reconciled, err
+	if err != nil {
+		return 0, 0, err
+	}
+	l, err := c.kube.CoordinationV1().Leases(ns).Get(ctx, lease, metav1.GetOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	if l.Spec.AcquireTime == nil {
+		return 0, 0, fmt.Errorf("lease %s/%s has no acquireTime", ns, lease)
+	}
+	at := l.Spec.AcquireTime.Time
+	return at.Sub(since), reconciled.Sub(at), nil
 }

@@ -41,6 +41,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -48,6 +49,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 	e2eframework "github.com/ndsl/controller-manager/test/e2e/framework"
@@ -82,6 +84,8 @@ type config struct {
 	resync, steadyDuration                    time.Duration
 	leaseDuration, renewDeadline, retryPeriod time.Duration
 	failoverApps                              int
+	failoverSizes                             []int
+	failoverStandby                           []string
 	conversionApps, conversionLists           int
 
 	maxLoad, maxOthers                        float64
@@ -128,6 +132,9 @@ func main() {
 	flag.IntVar(&cfg.conversionApps, "conversion-apps", 1000, "Apps listed through v1 (converted by the webhook) and v1beta1 in the conversion scenario.")
 	flag.IntVar(&cfg.conversionLists, "conversion-lists", 10, "Lists of all of them timed in each version.")
 	flag.IntVar(&cfg.failoverApps, "failover-apps", 20, "Apps created for the failover managers to reconcile (besides whatever exists).")
+	var failoverSizes, failoverStandby string
+	flag.StringVar(&failoverSizes, "failover-sizes", "", "Comma-separated cache sizes (cached objects) at which the failovers are measured, in increasing order; annotated headless Services (each with the Ingress the manager makes) fill the cache up to each. Empty: once, at whatever the other scenarios left.")
+	flag.StringVar(&failoverStandby, "failover-standby", "cold,warm", "Comma-separated --standby modes measured in the failover scenario, at each size.")
 	flag.Float64Var(&cfg.maxLoad, "max-load", 1.0, "Wait before starting until the 1-minute load average is below this; 0 does not wait.")
 	flag.Float64Var(&cfg.maxOthers, "max-others", 0.25, "Before each measurement, wait (up to --quiet-timeout) until processes outside this benchmark and its control plane use fewer CPU cores than this; 0 does not wait (nor does --use-existing-cluster).")
 	flag.DurationVar(&cfg.loadWait, "load-wait", 10*time.Minute, "Wait at most this long for --max-load, then measure anyway (and say so).")
@@ -140,6 +147,24 @@ func main() {
 	klog.InitFlags(nil)
 	flag.Parse()
 	cfg.managerArgs = managerArgs
+	for _, f := range strings.Split(failoverSizes, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "--failover-sizes: %q is not a positive count\n", f)
+			os.Exit(2)
+		}
+		cfg.failoverSizes = append(cfg.failoverSizes, n)
+	}
+	for _, m := range strings.Split(failoverStandby, ",") {
+		if m = strings.TrimSpace(m); m != options.StandbyWarm && m != options.StandbyCold {
+			fmt.Fprintf(os.Stderr, "--failover-standby: %q is neither %s nor %s\n", m, options.StandbyWarm, options.StandbyCold)
+			os.Exit(2)
+		}
+		cfg.failoverStandby = append(cfg.failoverStandby, m)
+	}
 
 	for _, s := range strings.Split(scenarios, ",") {
 		if s = strings.TrimSpace(s); s == "" {

@@ -1,0 +1,270 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+
+	"github.com/ndsl/controller-manager/pkg/leaseguard"
+)
+
+// controllerLease is the Lease name of one controller in per-controller mode.
+func controllerLease(resourceName, controller string) string {
+	return resourceName + "-" + controller
+}
+
+// runPerController runs each enabled controller under its own Lease,
+// <leader-elect-resource-name>-<controller>. Every controller is built and
+// its caches synced at once (a warm standby for each); its workers run while
+// this instance holds its Lease. Losing one Lease cancels that controller's
+// reconciles and stops it alone; it is rebuilt and competes again. On
+// shutdown every controller drains, then its Lease is released.
+func (m *Manager) runPerController(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	le := m.opts.LeaderElection
+	el, err := m.newElection(ctx)
+	if err != nil {
+		return err
+	}
+	defer el.shutdown()
+
+	guards := map[string]*leaseguard.Guard{}
+	for _, d := range m.enabled {
+		name := controllerLease(le.ResourceName, d.Name)
+		guards[d.Name] = leaseguard.New(name, le.RenewDeadline.Duration)
+		m.status.setLease(d.Name, name)
+	}
+	set, err := m.startControllers(ctx, func(controller string) *leaseguard.Guard { return guards[controller] })
+	if err != nil {
+		return err
+	}
+	defer set.stop()
+
+	spread := newSpread(le.RetryPeriod.Duration)
+	logger.Info("Competing for one Lease per controller", "namespace", el.namespace, "identity", el.identity)
+	var wg sync.WaitGroup
+	for i, d := range m.enabled {
+		first := set.controllers[i]
+		wg.Go(func() {
+			m.leadController(ctx, el, set, d, first, guards[d.Name], spread)
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// leadController competes for one controller's Lease until ctx is done,
+// running the controller while it holds it. After a loss the controller,
+// whose queue was shut down, is rebuilt on the running informers (they
+// replay their caches to its new handlers) and competes again.
+func (m *Manager) leadController(ctx context.Context, el *election, set *controllerSet, d ControllerDescriptor,
+	c Controller, guard *leaseguard.Guard, spread *spread) {
+	le := m.opts.LeaderElection
+	name := controllerLease(le.ResourceName, d.Name)
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "controller", d.Name, "lease", el.namespace+"/"+name)
+	for ctx.Err() == nil {
+		lock, err := el.lock(name)
+		if err != nil {
+			logger.Error(err, "Cannot compete for the controller's Lease")
+			return
+		}
+		if m.wrapLock != nil {
+			lock = m.wrapLock(lock)
+		}
+		sl := spread.lock(guard.Lock(lock), le.LeaseDuration.Duration)
+
+		// As in the single-Lease mode, the election has its own context so
+		// that the Lease is released only after the controller drained.
+		electionCtx, stopElection := context.WithCancel(context.WithoutCancel(ctx))
+		var started atomic.Bool
+		done := make(chan struct{})
+		stopOnShutdown := context.AfterFunc(ctx, func() {
+			if started.Load() {
+				<-done
+			}
+			stopElection()
+		})
+		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:            sl,
+			LeaseDuration:   le.LeaseDuration.Duration,
+			RenewDeadline:   le.RenewDeadline.Duration,
+			RetryPeriod:     le.RetryPeriod.Duration,
+			ReleaseOnCancel: true,
+			WatchDog:        m.controllerHealth[d.Name],
+			Name:            name,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(leadingCtx context.Context) {
+					defer close(done)
+					if ctx.Err() != nil {
+						return
+					}
+					started.Store(true)
+					m.status.setLeading([]ControllerDescriptor{d}, true)
+					logger.Info("Started leading the controller")
+					runCtx, cancel := context.WithCancel(leadingCtx)
+					defer cancel()
+					m.runControllers(runCtx, ctx.Done(), set, []Controller{c})
+				},
+				OnStoppedLeading: func() {
+					guard.Lost()
+					sl.lost()
+					m.status.setLeading([]ControllerDescriptor{d}, false)
+				},
+			},
+		})
+		if err != nil {
+			logger.Error(err, "Cannot compete for the controller's Lease")
+			stopOnShutdown()
+			stopElection()
+			return
+		}
+		// Run returns when the Lease is lost or released; a controller that
+		// led has then been cancelled and stops within leaseLostGrace.
+		elector.Run(electionCtx)
+		stopOnShutdown()
+		stopElection()
+		if !started.Load() {
+			return // shut down while standing by
+		}
+		select {
+		case <-done:
+		case <-time.After(leaseLostGrace):
+		}
+		if ctx.Err() != nil {
+			logger.Info("Stopped leading the controller and released its Lease")
+			return
+		}
+		logger.Info("Lost the controller's Lease; its reconciles were cancelled, the other controllers go on")
+		if c, err = set.build(ctx, d); err != nil {
+			logger.Error(err, "Cannot rebuild the controller after losing its Lease")
+			return
+		}
+		m.status.setRunning([]Controller{c}, false)
+	}
+}
+
+// spread makes replicas share the controllers' Leases: a replica tries for
+// a Lease only after a delay of one retry period per Lease it holds or is
+// already trying for, so the replica holding fewest gets there first.
+type spread struct {
+	retry time.Duration
+	mu    sync.Mutex
+	held  int // Leases held
+	tries int // acquisitions in progress
+}
+
+func newSpread(retry time.Duration) *spread {
+	return &spread{retry: retry}
+}
+
+func (s *spread) lock(inner resourcelock.Interface, leaseDuration time.Duration) *spreadLock {
+	return &spreadLock{Interface: inner, s: s, leaseDuration: leaseDuration}
+}
+
+// turn returns how long a new acquisition waits, and counts it in progress.
+func (s *spread) turn() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	wait := time.Duration(s.held+s.tries) * s.retry
+	s.tries++
+	return wait
+}
+
+// done ends an acquisition, successful or not.
+func (s *spread) done(acquired bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tries--
+	if acquired {
+		s.held++
+	}
+}
+
+func (s *spread) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held--
+}
+
+// errTakenMeanwhile ends an acquisition whose Lease another replica took
+// while this one waited its turn.
+var errTakenMeanwhile = errors.New("the Lease was taken while this replica waited its turn")
+
+// spreadLock delays acquisitions (not renewals) of one Lease by how many
+// Leases its replica holds or is trying for.
+type spreadLock struct {
+	resourcelock.Interface
+	s             *spread
+	leaseDuration time.Duration
+
+	mu   sync.Mutex
+	held bool
+}
+
+func (l *spreadLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	return l.acquire(ctx, func() error { return l.Interface.Create(ctx, ler) })
+}
+
+func (l *spreadLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	l.mu.Lock()
+	held := l.held
+	l.mu.Unlock()
+	if held {
+		err := l.Interface.Update(ctx, ler)
+		if err == nil && ler.HolderIdentity == "" {
+			l.lost() // released
+		}
+		return err
+	}
+	return l.acquire(ctx, func() error { return l.Interface.Update(ctx, ler) })
+}
+
+// acquire waits its turn, reads the Lease again (so that the write carries
+// what was read after the wait) and tries unless another replica holds it
+// by now.
+func (l *spreadLock) acquire(ctx context.Context, try func() error) (err error) {
+	wait := l.s.turn()
+	defer func() { l.s.done(err == nil) }()
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		rec, _, err := l.Interface.Get(ctx)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return err
+		case rec.HolderIdentity != "" && rec.HolderIdentity != l.Identity() &&
+			time.Since(rec.RenewTime.Time) < l.leaseDuration:
+			return errTakenMeanwhile
+		}
+	}
+	if err := try(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held = true
+	return nil
+}
+
+// lost records that the Lease is no longer held.
+func (l *spreadLock) lost() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held {
+		l.held = false
+		l.s.release()
+	}
+}
