@@ -151,30 +151,39 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 }
 
 // spread makes replicas share the controllers' Leases: a replica tries for
-// a Lease only after a delay of one retry period per Lease it holds or is
-// already trying for, so the replica holding fewest gets there first.
+// a Lease only after a delay of two retry periods (more than the election's
+// jitter of 1.2 periods) per Lease it holds or is already trying for, so the
+// replica holding fewest gets there first.
 type spread struct {
-	retry time.Duration
+	step  time.Duration
 	mu    sync.Mutex
 	held  int // Leases held
 	tries int // acquisitions in progress
 }
 
 func newSpread(retry time.Duration) *spread {
-	return &spread{retry: retry}
+	return &spread{step: 2 * retry}
 }
 
 func (s *spread) lock(inner resourcelock.Interface, leaseDuration time.Duration) *spreadLock {
 	return &spreadLock{Interface: inner, s: s, leaseDuration: leaseDuration}
 }
 
-// turn returns how long a new acquisition waits, and counts it in progress.
-func (s *spread) turn() time.Duration {
+// turn counts a new acquisition in progress and returns how long it waits
+// and how many Leases were held when it started.
+func (s *spread) turn() (time.Duration, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	wait := time.Duration(s.held+s.tries) * s.retry
+	wait := time.Duration(s.held+s.tries) * s.step
 	s.tries++
-	return wait
+	return wait, s.held
+}
+
+// gained is how many Leases were won since held were held.
+func (s *spread) gained(held int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held - held
 }
 
 // done ends an acquisition, successful or not.
@@ -230,15 +239,17 @@ func (l *spreadLock) Update(ctx context.Context, ler resourcelock.LeaderElection
 // what was read after the wait) and tries unless another replica holds it
 // by now.
 func (l *spreadLock) acquire(ctx context.Context, try func() error) (err error) {
-	wait := l.s.turn()
+	wait, held := l.s.turn()
 	defer func() { l.s.done(err == nil) }()
 	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+		// Leases won meanwhile (by this replica's other tries) count too.
+		if more := l.s.gained(held); more > 0 {
+			if err := sleep(ctx, time.Duration(more)*l.s.step); err != nil {
+				return err
+			}
 		}
 		rec, _, err := l.Interface.Get(ctx)
 		switch {
@@ -266,5 +277,16 @@ func (l *spreadLock) lost() {
 	if l.held {
 		l.held = false
 		l.s.release()
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

@@ -35,7 +35,7 @@ func bindHAFlags(o *HAOptions, fs *pflag.FlagSet) {
 	fs.StringVar(&o.Standby, "standby", o.Standby,
 		"What a replica runs while it does not lead: 'warm' builds the controllers and syncs their caches, so a takeover starts working at once (each standby holds a full cache and one watch per resource); 'cold' starts nothing until it leads, for replicas short of memory.")
 	fs.BoolVar(&o.PerController, "leader-elect-per-controller", o.PerController,
-		"Run each enabled controller under its own Lease, <leader-elect-resource-name>-<controller>, so that replicas share the controllers; a replica tries for a Lease one retry period later per Lease it already holds. Requires --standby=warm.")
+		"Run each enabled controller under its own Lease, <leader-elect-resource-name>-<controller>, so that replicas share the controllers; a replica tries for a Lease two retry periods later per Lease it already holds. Requires --standby=warm.")
 }
 
 // Validate returns the problems with the HA options.
