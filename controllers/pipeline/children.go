@@ -107,7 +107,7 @@ func desiredNamespace(name string) *corev1.Namespace {
 // when the Pipeline goes.
 func desiredPersistentVolume(p *pipelinev1beta1.Pipeline, namespace string) *corev1ac.PersistentVolumeApplyConfiguration {
 	name := storageName(p, namespace)
-	csi := ptr.Deref(p.Spec.ModelStorage.CSIParameter, pipelinev1beta1.CSIParameter{})
+	ms := &p.Spec.ModelStorage
 	return corev1ac.PersistentVolume(name).
 		WithLabels(storageLabels(p, name)).
 		WithOwnerReferences(controllerRef(p)).
@@ -120,10 +120,10 @@ func desiredPersistentVolume(p *pipelinev1beta1.Pipeline, namespace string) *cor
 			WithCSI(corev1ac.CSIPersistentVolumeSource().
 				WithDriver(CSIDriver).
 				// The driver's handle format, {server}#{share}#{subDir}: unique per Pipeline.
-				WithVolumeHandle(strings.Join([]string{csi.Server, csi.Share, p.Name}, "#")).
+				WithVolumeHandle(strings.Join([]string{ms.NFSServer(), ms.NFSShare(), p.Name}, "#")).
 				WithVolumeAttributes(map[string]string{
-					"server": csi.Server,
-					"share":  csi.Share,
+					"server": ms.NFSServer(),
+					"share":  ms.NFSShare(),
 					"subDir": p.Name,
 				})))
 }
@@ -324,10 +324,11 @@ func stepName(p *pipelinev1beta1.Pipeline, model string) string {
 // depend on, so that a change of namespace, server, share or size gets a new
 // volume and claim instead of an update the API server would refuse.
 func storageName(p *pipelinev1beta1.Pipeline, namespace string) string {
-	csi := ptr.Deref(p.Spec.ModelStorage.CSIParameter, pipelinev1beta1.CSIParameter{})
+	ms := &p.Spec.ModelStorage
 	size := storageSize(p)
+	// The effective type: the name stays the same wherever the type is written.
 	return dnsLabel(p.Name+"-models", strings.Join([]string{
-		namespace, string(p.Spec.ModelStorage.Type), csi.Server, csi.Share, size.String(),
+		namespace, string(ms.EffectiveType()), ms.NFSServer(), ms.NFSShare(), size.String(),
 	}, "\x00"))
 }
 

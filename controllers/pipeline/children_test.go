@@ -31,7 +31,7 @@ func samplePipeline() *pipelinev1beta1.Pipeline {
 			ListenPort: 9080,
 			ModelStorage: pipelinev1beta1.ModelStorage{
 				Type:         pipelinev1beta1.StorageTypeNFS,
-				CSIParameter: &pipelinev1beta1.CSIParameter{Server: "192.168.20.235", Share: "/home/aiedge/csiTest"},
+				CSIParameter: map[string]string{"server": "192.168.20.235", "share": "/home/aiedge/csiTest"},
 				Size:         ptr.To(resource.MustParse("10Gi")),
 			},
 		},
@@ -264,8 +264,8 @@ func TestDesiredStorage(t *testing.T) {
 	// Everything the volume's immutable source depends on renames it.
 	for name, mutate := range map[string]func(p *pipelinev1beta1.Pipeline, ns *string){
 		"namespace": func(_ *pipelinev1beta1.Pipeline, ns *string) { *ns = "other" },
-		"server":    func(p *pipelinev1beta1.Pipeline, _ *string) { p.Spec.ModelStorage.CSIParameter.Server = "10.0.0.1" },
-		"share":     func(p *pipelinev1beta1.Pipeline, _ *string) { p.Spec.ModelStorage.CSIParameter.Share = "/other" },
+		"server":    func(p *pipelinev1beta1.Pipeline, _ *string) { p.Spec.ModelStorage.CSIParameter["server"] = "10.0.0.1" },
+		"share":     func(p *pipelinev1beta1.Pipeline, _ *string) { p.Spec.ModelStorage.CSIParameter["share"] = "/other" },
 		"size": func(p *pipelinev1beta1.Pipeline, _ *string) {
 			p.Spec.ModelStorage.Size = ptr.To(resource.MustParse("20Gi"))
 		},

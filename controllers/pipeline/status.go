@@ -85,6 +85,8 @@ func computeStatus(p *pipelinev1beta1.Pipeline, obs observed, now metav1.Time) p
 		cond.LastTransitionTime = now
 		meta.SetStatusCondition(&status.Conditions, cond)
 	}
+	status.Phase = phaseOf(status.Conditions)
+	status.DetailPhase = detailPhaseOf(obs, status.Storage)
 	return status
 }
 

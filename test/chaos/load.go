@@ -287,7 +287,7 @@ func newPipeline(name, node1, node2 string) *pipelinev1beta1.Pipeline {
 				{Model: "classify", Image: "nginx:1.27", Location: node2, Replicas: ptr.To[int32](1)},
 			},
 			ModelStorage: pipelinev1beta1.ModelStorage{Type: pipelinev1beta1.StorageTypeNFS, Size: &size,
-				CSIParameter: &pipelinev1beta1.CSIParameter{Server: "10.0.0.1", Share: "/models"}},
+				CSIParameter: map[string]string{"server": "10.0.0.1", "share": "/models"}},
 		},
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	"github.com/ndsl/controller-manager/apis/pipeline/conversion"
 	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/controllers/ingress"
@@ -78,19 +79,25 @@ func TestSamplesConverge(t *testing.T) {
 
 	t.Run("Pipeline v1 sample on the cluster's nodes", func(t *testing.T) {
 		t.Parallel()
-		var sample pipelinev1.Pipeline
-		integration.LoadManifest(t, "samples/pipeline-v1.yaml", &sample)
-		sample.Name += "-v1-" + suffix(ns)
+		var v1Sample pipelinev1.Pipeline
+		integration.LoadManifest(t, "samples/pipeline-v1.yaml", &v1Sample)
+		v1Sample.Name += "-v1-" + suffix(ns)
 		onNodes := nodeMapping()
-		for i := range sample.Spec.Steps {
-			for j, n := range sample.Spec.Steps[i].Locations {
-				sample.Spec.Steps[i].Locations[j] = onNodes(n)
+		for i := range v1Sample.Spec.Steps {
+			for j, n := range v1Sample.Spec.Steps[i].NodeNames {
+				v1Sample.Spec.Steps[i].NodeNames[j] = onNodes(n)
 			}
 			if !cluster.FakeNodes {
-				sample.Spec.Steps[i].Image = workloadImage()
+				v1Sample.Spec.Steps[i].Image = workloadImage()
 			}
 		}
-		created, err := cluster.Typed.PipelineV1().Pipelines().Create(context.Background(), &sample, metav1.CreateOptions{})
+		// Converted here as the conversion webhook would: the suite does not
+		// serve webhooks yet.
+		var sample pipelinev1beta1.Pipeline
+		if err := conversion.V1ToV1beta1(&v1Sample, &sample); err != nil {
+			t.Fatal(err)
+		}
+		created, err := cluster.Typed.PipelineV1beta1().Pipelines().Create(context.Background(), &sample, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("creating the v1 sample: %v", err)
 		}

@@ -71,7 +71,7 @@ func V1beta1ToV1(in *appv1beta1.App, out *appv1.App) error {
 	}
 	out.APIVersion = appv1.SchemeGroupVersion.String()
 	// A v1beta1 App never legitimately carries this v1-side key.
-	delete(out.Annotations, V1beta1SpecAnnotation)
+	stash.Drop(&out.ObjectMeta, V1beta1SpecAnnotation)
 
 	beta := v1beta1Exposure{EnableService: in.Spec.EnableService, EnableIngress: in.Spec.EnableIngress}
 	out.Spec.Exposure = exposureOf(beta)
@@ -106,7 +106,7 @@ func V1ToV1beta1(in *appv1.App, out *appv1beta1.App) error {
 		Status: appv1beta1.AppStatus(in.Status),
 	}
 	out.APIVersion = appv1beta1.SchemeGroupVersion.String()
-	delete(out.Annotations, V1SpecAnnotation)
+	stash.Drop(&out.ObjectMeta, V1SpecAnnotation)
 
 	beta := booleansOf(in.Spec.Exposure)
 	var kept v1beta1Exposure

@@ -41,3 +41,14 @@ func Take(meta *metav1.ObjectMeta, key string, value any) (bool, error) {
 	}
 	return true, nil
 }
+
+// Drop removes the annotation key from meta, if it is there.
+func Drop(meta *metav1.ObjectMeta, key string) {
+	if _, ok := meta.Annotations[key]; !ok {
+		return
+	}
+	delete(meta.Annotations, key)
+	if len(meta.Annotations) == 0 {
+		meta.Annotations = nil
+	}
+}

@@ -1,7 +1,7 @@
-// Package v1 holds the v1 API of the distri-infer.ndsl.cn group: Pipeline,
-// a cluster-scoped chain of model-serving steps sharing one NFS model store.
-// Its schema is the same as v1beta1's, the storage version, so the API
-// server converts between them by rewriting apiVersion alone.
+// Package v1 holds the v1 API of the distri-infer.ndsl.cn group: Pipeline in
+// a cleaned-up shape (typed NFS storage instead of a string map, one list of
+// node names per step, status per child). v1beta1 is the storage version;
+// the conversion webhook translates between the two.
 //
 // +k8s:deepcopy-gen=package
 // +groupName=distri-infer.ndsl.cn

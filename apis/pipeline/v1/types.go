@@ -6,13 +6,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// +genclient
-// +genclient:nonNamespaced
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster
-// +kubebuilder:printcolumn:name="Steps",type=integer,JSONPath=`.status.stepCount`
+// +kubebuilder:printcolumn:name="Models",type=string,JSONPath=`.spec.steps[*].model`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
@@ -58,8 +57,7 @@ type PipelineSpec struct {
 	Namespace string `json:"namespace,omitempty"`
 
 	// ModelStorage is the volume the steps read their models from. Every
-	// step mounts its sub-directory named after the Pipeline (for nfs,
-	// <share>/<pipeline name> on the server, which must exist) at /data and
+	// step mounts its sub-directory named after the Pipeline at /data and
 	// reads its model from /data/<model>.
 	// +required
 	ModelStorage ModelStorage `json:"modelStorage"`
@@ -80,17 +78,13 @@ type PipelineStep struct {
 	// +required
 	Image string `json:"image"`
 
-	// Location is the name of a node to run the step on.
-	// +kubebuilder:validation:MaxLength=253
-	// +optional
-	Location string `json:"location,omitempty"`
-
-	// Locations are the names of nodes the step may run on.
+	// NodeNames are the nodes the step may run on; empty lets the scheduler
+	// choose. (v1beta1's location and locations, in one list.)
 	// +kubebuilder:validation:items:MaxLength=253
 	// +kubebuilder:validation:MaxItems=256
 	// +listType=atomic
 	// +optional
-	Locations []string `json:"locations,omitempty"`
+	NodeNames []string `json:"nodeNames,omitempty"`
 
 	// Replicas is the number of pods serving the step.
 	// +kubebuilder:default=1
@@ -103,24 +97,13 @@ type PipelineStep struct {
 	Args map[string]string `json:"args,omitempty"`
 }
 
-// StorageType is the kind of volume that holds the models.
-// +kubebuilder:validation:Enum=nfs
-type StorageType string
-
-// StorageTypeNFS is an NFS share mounted through the NFS CSI driver.
-const StorageTypeNFS StorageType = "nfs"
-
-// +kubebuilder:validation:XValidation:rule="self.type != 'nfs' || (has(self.csiParameter) && has(self.csiParameter.server) && self.csiParameter.server != '' && has(self.csiParameter.share) && self.csiParameter.share != '')",message="modelStorage of type nfs requires csiParameter.server and csiParameter.share"
-
-// ModelStorage describes the volume that holds the models.
+// ModelStorage describes the volume that holds the models: exactly one
+// source (only nfs today) and its size.
 type ModelStorage struct {
-	// Type is the kind of volume.
+	// NFS is an NFS share mounted through the NFS CSI driver; the step pods
+	// mount <path>/<pipeline name>, which must exist on the server.
 	// +required
-	Type StorageType `json:"type"`
-
-	// CSIParameter locates the volume; type nfs needs server and share.
-	// +optional
-	CSIParameter *CSIParameter `json:"csiParameter,omitempty"`
+	NFS *NFSStorage `json:"nfs"`
 
 	// Size is the capacity of the persistent volume and its claim.
 	// +kubebuilder:default="10Gi"
@@ -128,16 +111,17 @@ type ModelStorage struct {
 	Size *resource.Quantity `json:"size,omitempty"`
 }
 
-// CSIParameter is the address of the volume, handed to the CSI driver as
-// volume attributes.
-type CSIParameter struct {
+// NFSStorage is an NFS export.
+type NFSStorage struct {
 	// Server is the NFS server's host name or IP address.
-	// +optional
-	Server string `json:"server,omitempty"`
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Server string `json:"server"`
 
-	// Share is the exported path on the NFS server.
-	// +optional
-	Share string `json:"share,omitempty"`
+	// Path is the exported path on the server (v1beta1's share).
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Path string `json:"path"`
 }
 
 // PipelineStatus is the observed state of a Pipeline.
@@ -146,11 +130,13 @@ type PipelineStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// StepCount is the number of steps in the observed generation's spec.
+	// Phase sums the conditions up in one word: Running when Ready, Failed
+	// when Degraded, Pending otherwise.
 	// +optional
-	StepCount int32 `json:"stepCount,omitempty"`
+	Phase Phase `json:"phase,omitempty"`
 
-	// Conditions are the latest observations of the Pipeline's state, one per type.
+	// Conditions are the latest observations of the Pipeline's state, one
+	// per type: Ready, StorageReady, StepsReady, Degraded.
 	// +listType=map
 	// +listMapKey=type
 	// +patchStrategy=merge
@@ -158,7 +144,7 @@ type PipelineStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 
-	// Steps are the observed states of the steps, one per model.
+	// Steps are the observed states of the steps, in step order.
 	// +listType=map
 	// +listMapKey=model
 	// +optional
@@ -169,6 +155,19 @@ type PipelineStatus struct {
 	Storage *StorageStatus `json:"storage,omitempty"`
 }
 
+// Phase is the one-word state of a Pipeline.
+type Phase string
+
+// Phases of a Pipeline.
+const (
+	// PhasePending: the storage or some step is not ready yet.
+	PhasePending Phase = "Pending"
+	// PhaseRunning: the storage is bound and every step has its replicas ready.
+	PhaseRunning Phase = "Running"
+	// PhaseFailed: the controller cannot bring the children to the desired state.
+	PhaseFailed Phase = "Failed"
+)
+
 // StepStatus is the observed state of one step.
 type StepStatus struct {
 	// Model is the model of the step this status is about.
@@ -177,6 +176,11 @@ type StepStatus struct {
 	// DeploymentName is the name of the step's Deployment.
 	// +optional
 	DeploymentName string `json:"deploymentName,omitempty"`
+
+	// DeploymentPhase is the phase of the step's Deployment: Missing,
+	// Progressing, Available or Terminating.
+	// +optional
+	DeploymentPhase string `json:"deploymentPhase,omitempty"`
 
 	// ServiceName is the name of the step's Service.
 	// +optional
@@ -209,43 +213,6 @@ type StorageStatus struct {
 	// +optional
 	PVCPhase corev1.PersistentVolumeClaimPhase `json:"pvcPhase,omitempty"`
 }
-
-// Condition types of a Pipeline.
-const (
-	// ConditionReady is True when the storage and every step are ready.
-	ConditionReady = "Ready"
-	// ConditionStorageReady is True when the volume claim is bound.
-	ConditionStorageReady = "StorageReady"
-	// ConditionStepsReady is True when every step has all its replicas ready.
-	ConditionStepsReady = "StepsReady"
-	// ConditionDegraded is True when the controller cannot bring the
-	// children to the desired state.
-	ConditionDegraded = "Degraded"
-)
-
-// Condition reasons of a Pipeline.
-const (
-	// ReasonReady explains Ready=True.
-	ReasonReady = "Ready"
-	// ReasonStorageNotReady explains Ready=False: the storage is not bound yet.
-	ReasonStorageNotReady = "StorageNotReady"
-	// ReasonStepsNotReady explains Ready=False and StepsReady=False: some
-	// step has fewer ready replicas than desired.
-	ReasonStepsNotReady = "StepsNotReady"
-	// ReasonBound explains StorageReady=True: the claim is bound to the volume.
-	ReasonBound = "Bound"
-	// ReasonPending explains StorageReady=False: the volume or claim is not bound yet.
-	ReasonPending = "Pending"
-	// ReasonStepsAvailable explains StepsReady=True.
-	ReasonStepsAvailable = "StepsAvailable"
-	// ReasonAsExpected explains Degraded=False.
-	ReasonAsExpected = "AsExpected"
-	// ReasonResourceExists explains Degraded=True: a child with the desired
-	// name exists and is not owned by this Pipeline.
-	ReasonResourceExists = "ResourceExists"
-	// ReasonReconcileFailed explains Degraded=True: writing a child failed.
-	ReasonReconcileFailed = "ReconcileFailed"
-)
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // +genclient
@@ -13,7 +14,8 @@ import (
 // +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster
-// +kubebuilder:printcolumn:name="Steps",type=integer,JSONPath=`.status.stepCount`
+// +kubebuilder:printcolumn:name="Models",type=string,JSONPath=`.spec.steps[*].model`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
@@ -64,6 +66,14 @@ type PipelineSpec struct {
 	// reads its model from /data/<model>.
 	// +required
 	ModelStorage ModelStorage `json:"modelStorage"`
+
+	// Status is not part of the API: the design notes' sample carries a
+	// spec.status, which is tolerated and ignored (with an admission
+	// warning). The Pipeline's status is .status.
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	Status *runtime.RawExtension `json:"status,omitempty"`
 }
 
 // PipelineStep is one stage of a Pipeline: a model served by an image.
@@ -111,17 +121,37 @@ type StorageType string
 // StorageTypeNFS is an NFS share mounted through the NFS CSI driver.
 const StorageTypeNFS StorageType = "nfs"
 
-// +kubebuilder:validation:XValidation:rule="self.type != 'nfs' || (has(self.csiParameter) && has(self.csiParameter.server) && self.csiParameter.server != '' && has(self.csiParameter.share) && self.csiParameter.share != '')",message="modelStorage of type nfs requires csiParameter.server and csiParameter.share"
+// Keys of ModelStorage.CSIParameter that mean something to the controller.
+const (
+	// CSIParameterType is the storage type, when given inside csiParameter
+	// as the design notes do.
+	CSIParameterType = "type"
+	// CSIParameterServer is the NFS server's host name or IP address.
+	CSIParameterServer = "server"
+	// CSIParameterShare is the exported path on the NFS server.
+	CSIParameterShare = "share"
+)
+
+// The type may sit beside csiParameter or, as in the design notes, inside it;
+// the rules below check the type wherever it is.
+// +kubebuilder:validation:XValidation:rule="has(self.type) || (has(self.csiParameter) && 'type' in self.csiParameter)",message="modelStorage needs a type: set modelStorage.type or modelStorage.csiParameter.type (only nfs is supported)"
+// +kubebuilder:validation:XValidation:rule="!has(self.csiParameter) || !('type' in self.csiParameter) || self.csiParameter['type'] == 'nfs'",message="modelStorage.csiParameter.type must be nfs, the only supported storage type"
+// +kubebuilder:validation:XValidation:rule="!has(self.type) || !has(self.csiParameter) || !('type' in self.csiParameter) || self.csiParameter['type'] == self.type",message="modelStorage.type and modelStorage.csiParameter.type disagree"
+// +kubebuilder:validation:XValidation:rule="has(self.csiParameter) && 'server' in self.csiParameter && self.csiParameter['server'] != '' && 'share' in self.csiParameter && self.csiParameter['share'] != ''",message="modelStorage of type nfs requires csiParameter.server and csiParameter.share (the NFS server and its exported path)"
 
 // ModelStorage describes the volume that holds the models.
 type ModelStorage struct {
-	// Type is the kind of volume.
-	// +required
-	Type StorageType `json:"type"`
-
-	// CSIParameter locates the volume; type nfs needs server and share.
+	// Type is the kind of volume; it may be given inside csiParameter
+	// instead, as the design notes do.
 	// +optional
-	CSIParameter *CSIParameter `json:"csiParameter,omitempty"`
+	Type StorageType `json:"type,omitempty"`
+
+	// CSIParameter locates the volume, as string parameters: for nfs,
+	// server and share (both required), and optionally type. Other keys are
+	// accepted and ignored, with an admission warning.
+	// +kubebuilder:validation:MaxProperties=32
+	// +optional
+	CSIParameter map[string]string `json:"csiParameter,omitempty"`
 
 	// Size is the capacity of the persistent volume and its claim.
 	// +kubebuilder:default="10Gi"
@@ -129,23 +159,20 @@ type ModelStorage struct {
 	Size *resource.Quantity `json:"size,omitempty"`
 }
 
-// CSIParameter is the address of the volume, handed to the CSI driver as
-// volume attributes.
-type CSIParameter struct {
-	// Server is the NFS server's host name or IP address.
-	// +optional
-	Server string `json:"server,omitempty"`
-
-	// Share is the exported path on the NFS server.
-	// +optional
-	Share string `json:"share,omitempty"`
-}
-
 // PipelineStatus is the observed state of a Pipeline.
 type PipelineStatus struct {
 	// ObservedGeneration is the metadata.generation this status was computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Phase sums the conditions up in one word, as the design notes ask:
+	// Running when Ready, Failed when Degraded, Pending otherwise.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+
+	// DetailPhase is the phase of each child, as the design notes ask.
+	// +optional
+	DetailPhase *DetailPhase `json:"detailPhase,omitempty"`
 
 	// StepCount is the number of steps in the observed generation's spec.
 	// +optional
@@ -169,6 +196,64 @@ type PipelineStatus struct {
 	// +optional
 	Storage *StorageStatus `json:"storage,omitempty"`
 }
+
+// Phase is the one-word state of a Pipeline.
+type Phase string
+
+// Phases of a Pipeline.
+const (
+	// PhasePending: the storage or some step is not ready yet.
+	PhasePending Phase = "Pending"
+	// PhaseRunning: the storage is bound and every step has its replicas ready.
+	PhaseRunning Phase = "Running"
+	// PhaseFailed: the controller cannot bring the children to the desired
+	// state (Degraded is True).
+	PhaseFailed Phase = "Failed"
+)
+
+// DetailPhase is the phase of each of a Pipeline's children.
+type DetailPhase struct {
+	// PVPhase is the phase of the PersistentVolume.
+	// +optional
+	PVPhase corev1.PersistentVolumePhase `json:"pvPhase,omitempty"`
+
+	// PVCPhase is the phase of the PersistentVolumeClaim.
+	// +optional
+	PVCPhase corev1.PersistentVolumeClaimPhase `json:"pvcPhase,omitempty"`
+
+	// StepsPhase are the phases of the steps' Deployments, in step order.
+	// +listType=atomic
+	// +optional
+	StepsPhase []StepPhase `json:"stepsPhase,omitempty"`
+}
+
+// StepPhase is the phase of one step's Deployment.
+type StepPhase struct {
+	// Model is the model of the step.
+	// +optional
+	Model string `json:"model,omitempty"`
+
+	// DeploymentPhase is the phase of the step's Deployment.
+	// +optional
+	DeploymentPhase DeploymentPhase `json:"deploymentPhase,omitempty"`
+}
+
+// DeploymentPhase is the one-word state of a step's Deployment.
+type DeploymentPhase string
+
+// Phases of a step's Deployment.
+const (
+	// DeploymentPhaseMissing: the Deployment does not exist, or is not the
+	// Pipeline's.
+	DeploymentPhaseMissing DeploymentPhase = "Missing"
+	// DeploymentPhaseProgressing: the Deployment exists and has not rolled
+	// out all its replicas ready yet.
+	DeploymentPhaseProgressing DeploymentPhase = "Progressing"
+	// DeploymentPhaseAvailable: every replica is updated and ready.
+	DeploymentPhaseAvailable DeploymentPhase = "Available"
+	// DeploymentPhaseTerminating: the Deployment is being deleted.
+	DeploymentPhaseTerminating DeploymentPhase = "Terminating"
+)
 
 // StepStatus is the observed state of one step.
 type StepStatus struct {

@@ -7,8 +7,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	appconversion "github.com/ndsl/controller-manager/apis/app/conversion"
+	pipelineconversion "github.com/ndsl/controller-manager/apis/pipeline/conversion"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
+	pipelinecontroller "github.com/ndsl/controller-manager/controllers/pipeline"
 	"github.com/ndsl/controller-manager/pkg/webhook"
 )
 
@@ -47,6 +49,16 @@ func webhookRegistrations() []WebhookRegistration {
 		Path: webhook.PathConvertApps, Name: "app-conversion",
 		Conversion: func(WebhookContext) (webhook.Converter, error) {
 			return appconversion.Converter{}, nil
+		},
+	}, {
+		Path: webhook.PathValidatePipelines, Name: "pipeline-validation",
+		Admission: func(WebhookContext) (webhook.AdmissionHandler, error) {
+			return pipelinecontroller.Validator{}, nil
+		},
+	}, {
+		Path: webhook.PathConvertPipelines, Name: "pipeline-conversion",
+		Conversion: func(WebhookContext) (webhook.Converter, error) {
+			return pipelineconversion.Converter{}, nil
 		},
 	}}
 }

@@ -8,11 +8,9 @@ package applyconfiguration
 
 import (
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
-	v1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	v1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	applyconfigurationappv1beta1 "github.com/ndsl/controller-manager/pkg/generated/applyconfiguration/app/v1beta1"
 	internal "github.com/ndsl/controller-manager/pkg/generated/applyconfiguration/internal"
-	pipelinev1 "github.com/ndsl/controller-manager/pkg/generated/applyconfiguration/pipeline/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/pkg/generated/applyconfiguration/pipeline/v1beta1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,27 +21,9 @@ import (
 // apply configuration type exists for the given GroupVersionKind.
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
-	// Group=distri-infer.ndsl.cn, Version=v1
-	case v1.SchemeGroupVersion.WithKind("CSIParameter"):
-		return &pipelinev1.CSIParameterApplyConfiguration{}
-	case v1.SchemeGroupVersion.WithKind("ModelStorage"):
-		return &pipelinev1.ModelStorageApplyConfiguration{}
-	case v1.SchemeGroupVersion.WithKind("Pipeline"):
-		return &pipelinev1.PipelineApplyConfiguration{}
-	case v1.SchemeGroupVersion.WithKind("PipelineSpec"):
-		return &pipelinev1.PipelineSpecApplyConfiguration{}
-	case v1.SchemeGroupVersion.WithKind("PipelineStatus"):
-		return &pipelinev1.PipelineStatusApplyConfiguration{}
-	case v1.SchemeGroupVersion.WithKind("PipelineStep"):
-		return &pipelinev1.PipelineStepApplyConfiguration{}
-	case v1.SchemeGroupVersion.WithKind("StepStatus"):
-		return &pipelinev1.StepStatusApplyConfiguration{}
-	case v1.SchemeGroupVersion.WithKind("StorageStatus"):
-		return &pipelinev1.StorageStatusApplyConfiguration{}
-
-		// Group=distri-infer.ndsl.cn, Version=v1beta1
-	case v1beta1.SchemeGroupVersion.WithKind("CSIParameter"):
-		return &pipelinev1beta1.CSIParameterApplyConfiguration{}
+	// Group=distri-infer.ndsl.cn, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithKind("DetailPhase"):
+		return &pipelinev1beta1.DetailPhaseApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ModelStorage"):
 		return &pipelinev1beta1.ModelStorageApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Pipeline"):
@@ -54,6 +34,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &pipelinev1beta1.PipelineStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("PipelineStep"):
 		return &pipelinev1beta1.PipelineStepApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("StepPhase"):
+		return &pipelinev1beta1.StepPhaseApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("StepStatus"):
 		return &pipelinev1beta1.StepStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("StorageStatus"):

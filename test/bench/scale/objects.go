@@ -52,7 +52,7 @@ func newPipeline(phase string, i, steps int, namespace string, nodes []string) *
 			Namespace:  namespace,
 			ModelStorage: pipelinev1beta1.ModelStorage{
 				Type:         pipelinev1beta1.StorageTypeNFS,
-				CSIParameter: &pipelinev1beta1.CSIParameter{Server: "192.0.2.10", Share: "/exports/models"},
+				CSIParameter: map[string]string{"server": "192.0.2.10", "share": "/exports/models"},
 			},
 		},
 	}

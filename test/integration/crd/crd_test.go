@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -76,35 +77,53 @@ func TestCRDs(t *testing.T) {
 	t.Run("AppSample", func(t *testing.T) { testAppSample(ctx, t, c) })
 	t.Run("AppApplyKeepsZeroReplicas", func(t *testing.T) { testAppApply(ctx, t, c) })
 	t.Run("PipelineV1beta1Sample", func(t *testing.T) { testPipelineV1beta1Sample(ctx, t, c) })
+	t.Run("PipelineNotesSample", func(t *testing.T) { testPipelineNotesSample(ctx, t, c) })
 	t.Run("PipelineV1Sample", func(t *testing.T) { testPipelineV1Sample(ctx, t, c) })
 	t.Run("PipelineStatusAndColumns", func(t *testing.T) { testPipelineStatusAndColumns(ctx, t, c) })
 	t.Run("InvalidApps", func(t *testing.T) { testInvalidApps(ctx, t, c) })
 	t.Run("InvalidPipelines", func(t *testing.T) { testInvalidPipelines(ctx, t, c) })
 }
 
-// TestPipelineVersionsShareSchema guards the "None" conversion strategy: it is
-// only correct while v1 and v1beta1 have the same schema.
-func TestPipelineVersionsShareSchema(t *testing.T) {
-	crd := readCRD(t, "distri-infer.ndsl.cn_pipelines.yaml")
-	if got := crd.Spec.Conversion; got != nil && got.Strategy != apiextensionsv1.NoneConverter {
-		t.Fatalf("conversion strategy = %q, want None", got.Strategy)
-	}
-	schemas := map[string]*apiextensionsv1.CustomResourceValidation{}
-	storage := ""
-	for _, v := range crd.Spec.Versions {
-		schemas[v.Name] = v.Schema
-		if v.Storage {
-			storage = v.Name
+// TestStorageVersions: v1beta1, the design notes' API and the one the
+// controllers work with, is stored for both kinds, and v1 is served beside
+// it. The conversion stanza is not in these files: manifests/default patches
+// in the conversion webhook (test/integration/webhooks tests it).
+func TestStorageVersions(t *testing.T) {
+	for _, file := range []string{"ingress.example.com_apps.yaml", "distri-infer.ndsl.cn_pipelines.yaml"} {
+		crd := readCRD(t, file)
+		served, storage := map[string]bool{}, ""
+		for _, v := range crd.Spec.Versions {
+			served[v.Name] = v.Served
+			if v.Storage {
+				storage = v.Name
+			}
+		}
+		if storage != "v1beta1" || !served["v1"] || !served["v1beta1"] {
+			t.Errorf("%s: storage %q, served %v; want v1beta1 stored, v1 and v1beta1 served", file, storage, served)
 		}
 	}
-	if storage != "v1beta1" {
-		t.Errorf("storage version = %q, want v1beta1", storage)
+}
+
+// The design notes' Pipeline CR applies with strict field validation, as
+// kubectl sends it: csiParameter a string map holding the type, and the
+// stray spec.status kept.
+func testPipelineNotesSample(ctx context.Context, t *testing.T, c clients) {
+	sample := readSample(t, "design-notes/pipeline-v1beta1.yaml")
+	sample.SetName("notes")
+	if _, err := c.dynamic.Resource(pipelinesV1beta1GVR).Create(ctx, sample, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
+		t.Fatalf("creating the notes' Pipeline sample: %v", err)
 	}
-	if schemas["v1"] == nil || schemas["v1beta1"] == nil {
-		t.Fatalf("want versions v1 and v1beta1 with schemas, have %v", schemas)
+	t.Cleanup(func() { deletePipeline(t, c, "notes") })
+	p, err := c.typed.PipelineV1beta1().Pipelines().Get(ctx, "notes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !apiequality.Semantic.DeepEqual(schemas["v1"], schemas["v1beta1"]) {
-		t.Errorf("v1 and v1beta1 schemas differ; a conversion strategy other than None would be needed")
+	ms := p.Spec.ModelStorage
+	if ms.EffectiveType() != pipelinev1beta1.StorageTypeNFS || ms.NFSServer() != "192.168.20.235" || ms.NFSShare() != "/home/aiedge/csiTest" {
+		t.Errorf("modelStorage = %s", toJSON(ms))
+	}
+	if p.Spec.Status == nil || string(p.Spec.Status.Raw) != `{"phase":"failed"}` {
+		t.Errorf("spec.status = %v, want kept as written", p.Spec.Status)
 	}
 }
 
@@ -178,7 +197,7 @@ func testPipelineV1beta1Sample(ctx context.Context, t *testing.T, c clients) {
 		ListenPort: 9080, // defaulted
 		ModelStorage: pipelinev1beta1.ModelStorage{
 			Type:         pipelinev1beta1.StorageTypeNFS,
-			CSIParameter: &pipelinev1beta1.CSIParameter{Server: "192.168.20.235", Share: "/home/aiedge/csiTest"},
+			CSIParameter: map[string]string{"server": "192.168.20.235", "share": "/home/aiedge/csiTest"},
 			Size:         ptr.To(resource.MustParse("10Gi")), // defaulted
 		},
 	}
@@ -186,25 +205,21 @@ func testPipelineV1beta1Sample(ctx context.Context, t *testing.T, c clients) {
 		t.Errorf("spec = %s, want %s", toJSON(p.Spec), toJSON(want))
 	}
 
-	// With the None strategy the same object is served as v1 unchanged.
-	p1, err := c.typed.PipelineV1().Pipelines().Get(ctx, sample.GetName(), metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("reading the v1beta1 Pipeline as v1: %v", err)
-	}
-	if got, want := toJSON(p1.Spec), toJSON(p.Spec); got != want {
-		t.Errorf("v1 spec = %s, want the v1beta1 spec %s", got, want)
-	}
 }
 
 func testPipelineV1Sample(ctx context.Context, t *testing.T, c clients) {
 	sample := readSample(t, "pipeline-v1.yaml")
-	if _, err := c.dynamic.Resource(pipelinesV1GVR).Create(ctx, sample, metav1.CreateOptions{}); err != nil {
+	if _, err := c.dynamic.Resource(pipelinesV1GVR).Create(ctx, sample, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
 		t.Fatalf("creating the v1 Pipeline sample: %v", err)
 	}
 	t.Cleanup(func() { deletePipeline(t, c, sample.GetName()) })
 
-	p, err := c.typed.PipelineV1().Pipelines().Get(ctx, sample.GetName(), metav1.GetOptions{})
+	u, err := c.dynamic.Resource(pipelinesV1GVR).Get(ctx, sample.GetName(), metav1.GetOptions{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	var p pipelinev1.Pipeline
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Spec.Steps) != 2 {
@@ -214,8 +229,8 @@ func testPipelineV1Sample(ctx context.Context, t *testing.T, c clients) {
 		if got := ptr.Deref(s.Replicas, -1); got != 2 {
 			t.Errorf("step %s replicas = %d, want 2", s.Model, got)
 		}
-		if len(s.Locations) != 1 || s.Locations[0] != "node-a" || s.Location != "" {
-			t.Errorf("step %s location %q, locations %q; want only locations [node-a]", s.Model, s.Location, s.Locations)
+		if len(s.NodeNames) != 1 || s.NodeNames[0] != "node-a" {
+			t.Errorf("step %s nodeNames %q; want [node-a]", s.Model, s.NodeNames)
 		}
 	}
 	if p.Spec.ListenPort != 9080 {
@@ -236,7 +251,7 @@ func testPipelineStatusAndColumns(ctx context.Context, t *testing.T, c clients) 
 			Steps: []pipelinev1beta1.PipelineStep{{Model: "m", Image: "nginx:latest"}},
 			ModelStorage: pipelinev1beta1.ModelStorage{
 				Type:         pipelinev1beta1.StorageTypeNFS,
-				CSIParameter: &pipelinev1beta1.CSIParameter{Server: "nfs.example", Share: "/models"},
+				CSIParameter: map[string]string{"server": "nfs.example", "share": "/models"},
 			},
 		},
 	}
@@ -248,6 +263,7 @@ func testPipelineStatusAndColumns(ctx context.Context, t *testing.T, c clients) 
 
 	p.Status = pipelinev1beta1.PipelineStatus{
 		ObservedGeneration: p.Generation,
+		Phase:              pipelinev1beta1.PhaseRunning,
 		StepCount:          1,
 		Conditions: []metav1.Condition{{
 			Type: pipelinev1beta1.ConditionReady, Status: metav1.ConditionTrue,
@@ -273,15 +289,15 @@ func testPipelineStatusAndColumns(ctx context.Context, t *testing.T, c clients) 
 	for _, col := range table.ColumnDefinitions {
 		names = append(names, col.Name)
 	}
-	if got, want := strings.Join(names, ","), "Name,Steps,Ready,Age"; got != want {
+	if got, want := strings.Join(names, ","), "Name,Models,Phase,Ready,Age"; got != want {
 		t.Fatalf("columns = %s, want %s", got, want)
 	}
 	if len(table.Rows) != 1 {
 		t.Fatalf("rows = %d, want 1", len(table.Rows))
 	}
 	cells := table.Rows[0].Cells
-	if got := fmt.Sprint(cells[:3]); got != "[status-columns 1 True]" {
-		t.Errorf("cells = %s, want [status-columns 1 True]", got)
+	if got := fmt.Sprint(cells[:4]); got != "[status-columns m Running True]" {
+		t.Errorf("cells = %s, want [status-columns m Running True]", got)
 	}
 }
 
@@ -302,6 +318,10 @@ func testInvalidApps(ctx context.Context, t *testing.T, c clients) {
 		name:   "ingress with service left to its default",
 		mutate: setField(true, "spec", "enable_ingress").and(removeField("spec", "enable_service")),
 		want:   []string{"spec:", "enable_ingress requires enable_service"},
+	}, {
+		name:   "name not a DNS-1035 label",
+		mutate: setField("web.v2", "metadata", "name"),
+		want:   []string{"metadata.name must be a DNS-1035 label"},
 	}, {
 		name:   "empty image",
 		mutate: setField("", "spec", "image"),
@@ -368,31 +388,59 @@ func testInvalidPipelines(ctx context.Context, t *testing.T, c clients) {
 		mutate: setField("Not.A.Label", "spec", "namespace"),
 		want:   []string{"spec.namespace", "should match"},
 	}, {
+		name:   "no modelStorage",
+		mutate: removeField("spec", "modelStorage"),
+		want:   []string{"spec.modelStorage", "Required value"},
+	}}
+	nfsRule := "modelStorage of type nfs requires csiParameter.server and csiParameter.share"
+	v1beta1Cases := []invalidCase{{
 		name:   "nfs without server",
 		mutate: removeField("spec", "modelStorage", "csiParameter", "server"),
-		want:   []string{"spec.modelStorage", "modelStorage of type nfs requires csiParameter.server and csiParameter.share"},
+		want:   []string{"spec.modelStorage", nfsRule},
 	}, {
 		name:   "nfs with empty share",
 		mutate: setField("", "spec", "modelStorage", "csiParameter", "share"),
-		want:   []string{"spec.modelStorage", "modelStorage of type nfs requires csiParameter.server and csiParameter.share"},
+		want:   []string{"spec.modelStorage", nfsRule},
 	}, {
 		name:   "nfs without csiParameter",
 		mutate: removeField("spec", "modelStorage", "csiParameter"),
-		want:   []string{"spec.modelStorage", "modelStorage of type nfs requires csiParameter.server and csiParameter.share"},
+		want:   []string{"spec.modelStorage", nfsRule},
 	}, {
 		name:   "storage type ceph",
 		mutate: setField("ceph", "spec", "modelStorage", "type"),
 		want:   []string{"spec.modelStorage.type", `Unsupported value: "ceph"`},
 	}, {
-		name:   "no modelStorage",
-		mutate: removeField("spec", "modelStorage"),
-		want:   []string{"spec.modelStorage", "Required value"},
+		name:   "no storage type anywhere",
+		mutate: removeField("spec", "modelStorage", "type"),
+		want:   []string{"spec.modelStorage", "modelStorage needs a type"},
+	}, {
+		name:   "storage type ceph inside csiParameter",
+		mutate: removeField("spec", "modelStorage", "type").and(setField("ceph", "spec", "modelStorage", "csiParameter", "type")),
+		want:   []string{"spec.modelStorage", "modelStorage.csiParameter.type must be nfs"},
+	}, {
+		name:   "types beside and inside disagree",
+		mutate: setField("NFS", "spec", "modelStorage", "csiParameter", "type"),
+		want:   []string{"spec.modelStorage", "modelStorage.type and modelStorage.csiParameter.type disagree"},
+	}}
+	v1Cases := []invalidCase{{
+		name:   "nfs without server",
+		mutate: removeField("spec", "modelStorage", "nfs", "server"),
+		want:   []string{"spec.modelStorage.nfs.server", "Required value"},
+	}, {
+		name:   "nfs with empty path",
+		mutate: setField("", "spec", "modelStorage", "nfs", "path"),
+		want:   []string{"spec.modelStorage.nfs.path", "should be at least 1 chars long"},
+	}, {
+		name:   "no nfs",
+		mutate: removeField("spec", "modelStorage", "nfs"),
+		want:   []string{"spec.modelStorage.nfs", "Required value"},
 	}}
 	for _, version := range []struct {
 		sample string
 		gvr    schema.GroupVersionResource
-	}{{"pipeline-v1beta1.yaml", pipelinesV1beta1GVR}, {"pipeline-v1.yaml", pipelinesV1GVR}} {
-		for _, tc := range cases {
+		cases  []invalidCase
+	}{{"pipeline-v1beta1.yaml", pipelinesV1beta1GVR, v1beta1Cases}, {"pipeline-v1.yaml", pipelinesV1GVR, v1Cases}} {
+		for _, tc := range append(append([]invalidCase(nil), cases...), version.cases...) {
 			t.Run(version.gvr.Version+"/"+tc.name, func(t *testing.T) {
 				obj := readSample(t, version.sample)
 				obj.SetName("invalid")

@@ -79,7 +79,7 @@ func newPipeline(name, namespace string, steps ...pipelinev1beta1.PipelineStep) 
 			Namespace: namespace,
 			ModelStorage: pipelinev1beta1.ModelStorage{
 				Type:         pipelinev1beta1.StorageTypeNFS,
-				CSIParameter: &pipelinev1beta1.CSIParameter{Server: "192.168.20.235", Share: "/home/aiedge/csiTest"},
+				CSIParameter: map[string]string{"server": "192.168.20.235", "share": "/home/aiedge/csiTest"},
 			},
 		},
 	}
@@ -225,9 +225,9 @@ func checkChildren(t *testing.T, kube kubernetes.Interface, p *pipelinev1beta1.P
 		t.Fatal(err)
 	}
 	ownedBy(t, pv, p)
-	csi := p.Spec.ModelStorage.CSIParameter
-	if c := pv.Spec.CSI; c == nil || c.Driver != "nfs.csi.k8s.io" || c.VolumeAttributes["server"] != csi.Server ||
-		c.VolumeAttributes["share"] != csi.Share || c.VolumeAttributes["subDir"] != p.Name || c.VolumeHandle == "" {
+	ms := &p.Spec.ModelStorage
+	if c := pv.Spec.CSI; c == nil || c.Driver != "nfs.csi.k8s.io" || c.VolumeAttributes["server"] != ms.NFSServer() ||
+		c.VolumeAttributes["share"] != ms.NFSShare() || c.VolumeAttributes["subDir"] != p.Name || c.VolumeHandle == "" {
 		t.Errorf("PV csi = %+v", pv.Spec.CSI)
 	}
 	if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain ||

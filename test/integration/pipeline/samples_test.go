@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ndsl/controller-manager/apis/pipeline/conversion"
 	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/controllers/pipeline"
@@ -41,10 +42,16 @@ func TestSamplesApplyUnchangedAndConverge(t *testing.T) {
 		checkReadyStatus(t, p)
 	})
 
-	t.Run("v1 with locations and replicas", func(t *testing.T) {
-		var sample pipelinev1.Pipeline
-		framework.LoadManifest(t, "samples/pipeline-v1.yaml", &sample)
-		created, err := e.crd.PipelineV1().Pipelines().Create(ctx, &sample, metav1.CreateOptions{})
+	// The v1 sample, converted as the conversion webhook does (this
+	// package runs no webhook; test/integration/webhooks goes through it).
+	t.Run("v1 with nodeNames and replicas", func(t *testing.T) {
+		var v1Sample pipelinev1.Pipeline
+		framework.LoadManifest(t, "samples/pipeline-v1.yaml", &v1Sample)
+		var sample pipelinev1beta1.Pipeline
+		if err := conversion.V1ToV1beta1(&v1Sample, &sample); err != nil {
+			t.Fatal(err)
+		}
+		created, err := e.crd.PipelineV1beta1().Pipelines().Create(ctx, &sample, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("creating the v1 sample: %v", err)
 		}

@@ -218,6 +218,7 @@ func validatingConfig(url string, caBundle []byte) *admissionregistrationv1.Vali
 		ObjectMeta: metav1.ObjectMeta{Name: validatingName},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
 			hook("validate.apps.ingress.example.com", webhook.PathValidateApps, "ingress.example.com", "apps"),
+			hook("validate.pipelines.distri-infer.ndsl.cn", webhook.PathValidatePipelines, "distri-infer.ndsl.cn", "pipelines"),
 		},
 	}
 }

@@ -14,12 +14,17 @@ import (
 // ModelStorageApplyConfiguration represents a declarative configuration of the ModelStorage type for use
 // with apply.
 //
+// The type may sit beside csiParameter or, as in the design notes, inside it;
+// the rules below check the type wherever it is.
 // ModelStorage describes the volume that holds the models.
 type ModelStorageApplyConfiguration struct {
-	// Type is the kind of volume.
+	// Type is the kind of volume; it may be given inside csiParameter
+	// instead, as the design notes do.
 	Type *pipelinev1beta1.StorageType `json:"type,omitempty"`
-	// CSIParameter locates the volume; type nfs needs server and share.
-	CSIParameter *CSIParameterApplyConfiguration `json:"csiParameter,omitempty"`
+	// CSIParameter locates the volume, as string parameters: for nfs,
+	// server and share (both required), and optionally type. Other keys are
+	// accepted and ignored, with an admission warning.
+	CSIParameter map[string]string `json:"csiParameter,omitempty"`
 	// Size is the capacity of the persistent volume and its claim.
 	Size *resource.Quantity `json:"size,omitempty"`
 }
@@ -38,11 +43,17 @@ func (b *ModelStorageApplyConfiguration) WithType(value pipelinev1beta1.StorageT
 	return b
 }
 
-// WithCSIParameter sets the CSIParameter field in the declarative configuration to the given value
-// and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the CSIParameter field is set to the value of the last call.
-func (b *ModelStorageApplyConfiguration) WithCSIParameter(value *CSIParameterApplyConfiguration) *ModelStorageApplyConfiguration {
-	b.CSIParameter = value
+// WithCSIParameter puts the entries into the CSIParameter field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the CSIParameter field,
+// overwriting an existing map entries in CSIParameter field with the same key.
+func (b *ModelStorageApplyConfiguration) WithCSIParameter(entries map[string]string) *ModelStorageApplyConfiguration {
+	if b.CSIParameter == nil && len(entries) > 0 {
+		b.CSIParameter = make(map[string]string, len(entries))
+	}
+	for k, v := range entries {
+		b.CSIParameter[k] = v
+	}
 	return b
 }
 

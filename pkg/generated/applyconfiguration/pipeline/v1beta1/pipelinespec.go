@@ -6,6 +6,10 @@ Copyright The NDSL controller-manager Authors.
 
 package v1beta1
 
+import (
+	runtime "k8s.io/apimachinery/pkg/runtime"
+)
+
 // PipelineSpecApplyConfiguration represents a declarative configuration of the PipelineSpec type for use
 // with apply.
 //
@@ -26,6 +30,10 @@ type PipelineSpecApplyConfiguration struct {
 	// <share>/<pipeline name> on the server, which must exist) at /data and
 	// reads its model from /data/<model>.
 	ModelStorage *ModelStorageApplyConfiguration `json:"modelStorage,omitempty"`
+	// Status is not part of the API: the design notes' sample carries a
+	// spec.status, which is tolerated and ignored (with an admission
+	// warning). The Pipeline's status is .status.
+	Status *runtime.RawExtension `json:"status,omitempty"`
 }
 
 // PipelineSpecApplyConfiguration constructs a declarative configuration of the PipelineSpec type for use with
@@ -68,5 +76,13 @@ func (b *PipelineSpecApplyConfiguration) WithNamespace(value string) *PipelineSp
 // If called multiple times, the ModelStorage field is set to the value of the last call.
 func (b *PipelineSpecApplyConfiguration) WithModelStorage(value *ModelStorageApplyConfiguration) *PipelineSpecApplyConfiguration {
 	b.ModelStorage = value
+	return b
+}
+
+// WithStatus sets the Status field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Status field is set to the value of the last call.
+func (b *PipelineSpecApplyConfiguration) WithStatus(value runtime.RawExtension) *PipelineSpecApplyConfiguration {
+	b.Status = &value
 	return b
 }

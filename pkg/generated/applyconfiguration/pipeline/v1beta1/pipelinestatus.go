@@ -7,6 +7,7 @@ Copyright The NDSL controller-manager Authors.
 package v1beta1
 
 import (
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -17,6 +18,11 @@ import (
 type PipelineStatusApplyConfiguration struct {
 	// ObservedGeneration is the metadata.generation this status was computed from.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
+	// Phase sums the conditions up in one word, as the design notes ask:
+	// Running when Ready, Failed when Degraded, Pending otherwise.
+	Phase *pipelinev1beta1.Phase `json:"phase,omitempty"`
+	// DetailPhase is the phase of each child, as the design notes ask.
+	DetailPhase *DetailPhaseApplyConfiguration `json:"detailPhase,omitempty"`
 	// StepCount is the number of steps in the observed generation's spec.
 	StepCount *int32 `json:"stepCount,omitempty"`
 	// Conditions are the latest observations of the Pipeline's state, one per type.
@@ -38,6 +44,22 @@ func PipelineStatus() *PipelineStatusApplyConfiguration {
 // If called multiple times, the ObservedGeneration field is set to the value of the last call.
 func (b *PipelineStatusApplyConfiguration) WithObservedGeneration(value int64) *PipelineStatusApplyConfiguration {
 	b.ObservedGeneration = &value
+	return b
+}
+
+// WithPhase sets the Phase field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Phase field is set to the value of the last call.
+func (b *PipelineStatusApplyConfiguration) WithPhase(value pipelinev1beta1.Phase) *PipelineStatusApplyConfiguration {
+	b.Phase = &value
+	return b
+}
+
+// WithDetailPhase sets the DetailPhase field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DetailPhase field is set to the value of the last call.
+func (b *PipelineStatusApplyConfiguration) WithDetailPhase(value *DetailPhaseApplyConfiguration) *PipelineStatusApplyConfiguration {
+	b.DetailPhase = value
 	return b
 }
 

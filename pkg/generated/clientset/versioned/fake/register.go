@@ -8,7 +8,6 @@ package fake
 
 import (
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
-	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -22,7 +21,6 @@ var codecs = serializer.NewCodecFactory(scheme)
 
 var localSchemeBuilder = runtime.SchemeBuilder{
 	appv1beta1.AddToScheme,
-	pipelinev1.AddToScheme,
 	pipelinev1beta1.AddToScheme,
 }
 

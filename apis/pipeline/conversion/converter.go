@@ -1,0 +1,30 @@
+package conversion
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ndsl/controller-manager/apis/internal/convert"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+)
+
+// Converter converts Pipeline objects of a ConversionReview.
+type Converter struct{}
+
+// Convert converts obj to toAPIVersion ("group/version").
+func (Converter) Convert(_ context.Context, obj *unstructured.Unstructured, toAPIVersion string) (*unstructured.Unstructured, error) {
+	from := obj.GetAPIVersion()
+	switch {
+	case from == toAPIVersion:
+		return obj.DeepCopy(), nil
+	case from == pipelinev1beta1.SchemeGroupVersion.String() && toAPIVersion == pipelinev1.SchemeGroupVersion.String():
+		return convert.Unstructured(obj, V1beta1ToV1)
+	case from == pipelinev1.SchemeGroupVersion.String() && toAPIVersion == pipelinev1beta1.SchemeGroupVersion.String():
+		return convert.Unstructured(obj, V1ToV1beta1)
+	}
+	return nil, fmt.Errorf("cannot convert Pipeline %s from %q to %q: the versions are %s and %s",
+		obj.GetName(), from, toAPIVersion, pipelinev1beta1.SchemeGroupVersion, pipelinev1.SchemeGroupVersion)
+}

@@ -1,0 +1,111 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/ndsl/controller-manager/apis/pipeline/conversion"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	"github.com/ndsl/controller-manager/pkg/webhook"
+)
+
+// Validator is the Pipeline validating webhook. The CRD's CEL rules say the
+// same about the storage, so that it holds with the webhook off; the webhook
+// adds field paths, clearer messages and the warnings.
+type Validator struct{}
+
+// validatePipeline returns what is wrong with p's model storage, and the
+// warnings for what is tolerated but ignored.
+func validatePipeline(p *pipelinev1beta1.Pipeline) (field.ErrorList, []string) {
+	var errs field.ErrorList
+	var warnings []string
+	specPath := field.NewPath("spec")
+	if p.Spec.Status != nil {
+		warnings = append(warnings, fmt.Sprintf("%s is not part of the Pipeline spec and is ignored (it is %s); the Pipeline's status is .status, which the controller writes",
+			specPath.Child("status"), p.Spec.Status.Raw))
+	}
+
+	ms := &p.Spec.ModelStorage
+	msPath := specPath.Child("modelStorage")
+	csiPath := msPath.Child("csiParameter")
+	inside, hasInside := ms.CSIParameter[pipelinev1beta1.CSIParameterType]
+	switch {
+	case ms.Type == "" && !hasInside:
+		errs = append(errs, field.Required(msPath.Child("type"), "the storage type, nfs, goes in modelStorage.type or in modelStorage.csiParameter.type"))
+	case hasInside && ms.Type != "" && inside != string(ms.Type):
+		errs = append(errs, field.Invalid(csiPath.Key(pipelinev1beta1.CSIParameterType), inside,
+			fmt.Sprintf("disagrees with modelStorage.type %q; give the type once", ms.Type)))
+	case ms.EffectiveType() != pipelinev1beta1.StorageTypeNFS:
+		path := msPath.Child("type")
+		if ms.Type == "" {
+			path = csiPath.Key(pipelinev1beta1.CSIParameterType)
+		}
+		errs = append(errs, field.NotSupported(path, ms.EffectiveType(), []string{string(pipelinev1beta1.StorageTypeNFS)}))
+	}
+	if ms.NFSServer() == "" {
+		errs = append(errs, field.Required(csiPath.Key(pipelinev1beta1.CSIParameterServer), "modelStorage of type nfs requires the NFS server's host name or IP address"))
+	}
+	if ms.NFSShare() == "" {
+		errs = append(errs, field.Required(csiPath.Key(pipelinev1beta1.CSIParameterShare), "modelStorage of type nfs requires the exported path on the NFS server"))
+	}
+	var ignored []string
+	for key := range ms.CSIParameter {
+		switch key {
+		case pipelinev1beta1.CSIParameterType, pipelinev1beta1.CSIParameterServer, pipelinev1beta1.CSIParameterShare:
+		default:
+			ignored = append(ignored, key)
+		}
+	}
+	sort.Strings(ignored)
+	for _, key := range ignored {
+		warnings = append(warnings, fmt.Sprintf("%s is not used by nfs storage and is ignored (the controller uses server and share)", csiPath.Key(key)))
+	}
+	return errs, warnings
+}
+
+// decodePipeline reads a Pipeline of either version from an admission
+// request, as v1beta1.
+func decodePipeline(raw []byte) (*pipelinev1beta1.Pipeline, error) {
+	var meta metav1.TypeMeta
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return nil, err
+	}
+	switch meta.APIVersion {
+	case pipelinev1beta1.SchemeGroupVersion.String():
+		p := &pipelinev1beta1.Pipeline{}
+		return p, json.Unmarshal(raw, p)
+	case pipelinev1.SchemeGroupVersion.String():
+		in := &pipelinev1.Pipeline{}
+		if err := json.Unmarshal(raw, in); err != nil {
+			return nil, err
+		}
+		p := &pipelinev1beta1.Pipeline{}
+		return p, conversion.V1ToV1beta1(in, p)
+	}
+	return nil, fmt.Errorf("not a Pipeline: apiVersion %q, kind %q", meta.APIVersion, meta.Kind)
+}
+
+// Admit rejects a Pipeline whose storage cannot work, with every reason,
+// and warns about what it ignores.
+func (Validator) Admit(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return webhook.Allowed()
+	}
+	p, err := decodePipeline(req.Object.Raw)
+	if err != nil {
+		return webhook.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Pipeline: %w", err))
+	}
+	errs, warnings := validatePipeline(p)
+	if len(errs) > 0 {
+		return webhook.Invalid(pipelinev1beta1.Kind("Pipeline"), p.Name, errs, warnings...)
+	}
+	return webhook.Allowed(warnings...)
+}

@@ -1,0 +1,95 @@
+package pipeline
+
+import (
+	"errors"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+)
+
+func TestPhaseOf(t *testing.T) {
+	cond := func(typ string, status metav1.ConditionStatus) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status}
+	}
+	for _, tc := range []struct {
+		name  string
+		conds []metav1.Condition
+		want  pipelinev1beta1.Phase
+	}{
+		{"no conditions yet", nil, pipelinev1beta1.PhasePending},
+		{"ready", []metav1.Condition{cond("Ready", "True"), cond("Degraded", "False")}, pipelinev1beta1.PhaseRunning},
+		{"not ready", []metav1.Condition{cond("Ready", "False"), cond("Degraded", "False")}, pipelinev1beta1.PhasePending},
+		{"degraded", []metav1.Condition{cond("Ready", "False"), cond("Degraded", "True")}, pipelinev1beta1.PhaseFailed},
+	} {
+		if got := phaseOf(tc.conds); got != tc.want {
+			t.Errorf("%s: phase %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestDetailPhase(t *testing.T) {
+	deployment := func(replicas, ready int32, deleting bool) *appsv1.Deployment {
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Generation: 1},
+			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(replicas)},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: replicas, UpdatedReplicas: replicas,
+				ReadyReplicas: ready},
+		}
+		if deleting {
+			d.DeletionTimestamp = &metav1.Time{}
+		}
+		return d
+	}
+	obs := observed{steps: []observedStep{
+		{model: "a", deployment: deployment(2, 2, false)},
+		{model: "b", deployment: deployment(2, 1, false)},
+		{model: "c"},
+		{model: "d", deployment: deployment(1, 1, true)},
+	}}
+	got := detailPhaseOf(obs, &pipelinev1beta1.StorageStatus{PVPhase: corev1.VolumeBound, PVCPhase: corev1.ClaimPending})
+	want := []pipelinev1beta1.DeploymentPhase{"Available", "Progressing", "Missing", "Terminating"}
+	if got.PVPhase != corev1.VolumeBound || got.PVCPhase != corev1.ClaimPending || len(got.StepsPhase) != len(want) {
+		t.Fatalf("detailPhase = %+v", got)
+	}
+	for i, w := range want {
+		if s := got.StepsPhase[i]; s.DeploymentPhase != w || s.Model != obs.steps[i].model {
+			t.Errorf("step %d: %+v, want %s %s", i, s, obs.steps[i].model, w)
+		}
+	}
+}
+
+// computeStatus fills in phase and detailPhase from the same observation as
+// the conditions.
+func TestComputeStatusPhase(t *testing.T) {
+	now := metav1.Now()
+	p := samplePipeline()
+	status := computeStatus(p, world(p), now)
+	if status.Phase != pipelinev1beta1.PhaseRunning {
+		t.Errorf("converged: phase %q, want Running", status.Phase)
+	}
+	d := status.DetailPhase
+	if d == nil || d.PVPhase != corev1.VolumeBound || d.PVCPhase != corev1.ClaimBound || len(d.StepsPhase) != 2 ||
+		d.StepsPhase[0] != (pipelinev1beta1.StepPhase{Model: "facedetection-1", DeploymentPhase: "Available"}) {
+		t.Errorf("converged: detailPhase %+v", d)
+	}
+
+	pending := world(p)
+	pending.claim.Status.Phase = corev1.ClaimPending
+	pending.steps[1].deployment = nil
+	status = computeStatus(p, pending, now)
+	if status.Phase != pipelinev1beta1.PhasePending || status.DetailPhase.PVCPhase != corev1.ClaimPending ||
+		status.DetailPhase.StepsPhase[1].DeploymentPhase != pipelinev1beta1.DeploymentPhaseMissing {
+		t.Errorf("pending: phase %q, detailPhase %+v", status.Phase, status.DetailPhase)
+	}
+
+	failed := world(p)
+	failed.failures = append(failed.failures, errors.New("writing the Service: boom"))
+	if status = computeStatus(p, failed, now); status.Phase != pipelinev1beta1.PhaseFailed {
+		t.Errorf("degraded: phase %q, want Failed", status.Phase)
+	}
+}
