@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -46,4 +48,13 @@ func detailPhaseOf(obs observed, storage *pipelinev1beta1.StorageStatus) *pipeli
 		d.StepsPhase = append(d.StepsPhase, pipelinev1beta1.StepPhase{Model: s.model, DeploymentPhase: deploymentPhase(s)})
 	}
 	return d
+}
+
+// modelsOf is the steps' models, comma-separated, for the Models column.
+func modelsOf(p *pipelinev1beta1.Pipeline) string {
+	models := make([]string, len(p.Spec.Steps))
+	for i, s := range p.Spec.Steps {
+		models[i] = s.Model
+	}
+	return strings.Join(models, ",")
 }

@@ -69,8 +69,8 @@ func TestComputeStatusPhase(t *testing.T) {
 	now := metav1.Now()
 	p := samplePipeline()
 	status := computeStatus(p, world(p), now)
-	if status.Phase != pipelinev1beta1.PhaseRunning {
-		t.Errorf("converged: phase %q, want Running", status.Phase)
+	if status.Phase != pipelinev1beta1.PhaseRunning || status.Models != "facedetection-1,facedetection-2" {
+		t.Errorf("converged: phase %q, models %q; want Running, facedetection-1,facedetection-2", status.Phase, status.Models)
 	}
 	d := status.DetailPhase
 	if d == nil || d.PVPhase != corev1.VolumeBound || d.PVCPhase != corev1.ClaimBound || len(d.StepsPhase) != 2 ||

@@ -85,6 +85,7 @@ func computeStatus(p *pipelinev1beta1.Pipeline, obs observed, now metav1.Time) p
 		cond.LastTransitionTime = now
 		meta.SetStatusCondition(&status.Conditions, cond)
 	}
+	status.Models = modelsOf(p)
 	status.Phase = phaseOf(status.Conditions)
 	status.DetailPhase = detailPhaseOf(obs, status.Storage)
 	return status

@@ -134,6 +134,7 @@ func specToV1beta1(in *pipelinev1.PipelineSpec) pipelinev1beta1.PipelineSpec {
 func statusToV1(in *pipelinev1beta1.PipelineStatus) pipelinev1.PipelineStatus {
 	out := pipelinev1.PipelineStatus{
 		ObservedGeneration: in.ObservedGeneration,
+		Models:             in.Models,
 		Phase:              pipelinev1.Phase(in.Phase),
 		Conditions:         in.Conditions,
 	}
@@ -157,6 +158,7 @@ func statusToV1(in *pipelinev1beta1.PipelineStatus) pipelinev1.PipelineStatus {
 func statusToV1beta1(in *pipelinev1.PipelineStatus) pipelinev1beta1.PipelineStatus {
 	out := pipelinev1beta1.PipelineStatus{
 		ObservedGeneration: in.ObservedGeneration,
+		Models:             in.Models,
 		Phase:              pipelinev1beta1.Phase(in.Phase),
 		Conditions:         in.Conditions,
 		StepCount:          int32(len(in.Steps)),

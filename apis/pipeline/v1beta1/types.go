@@ -14,7 +14,7 @@ import (
 // +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster
-// +kubebuilder:printcolumn:name="Models",type=string,JSONPath=`.spec.steps[*].model`
+// +kubebuilder:printcolumn:name="Models",type=string,JSONPath=`.status.models`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -164,6 +164,11 @@ type PipelineStatus struct {
 	// ObservedGeneration is the metadata.generation this status was computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Models are the steps' models in step order, comma-separated, for the
+	// printer column (a column shows only the first of a list's values).
+	// +optional
+	Models string `json:"models,omitempty"`
 
 	// Phase sums the conditions up in one word, as the design notes ask:
 	// Running when Ready, Failed when Degraded, Pending otherwise.

@@ -264,6 +264,7 @@ func testPipelineStatusAndColumns(ctx context.Context, t *testing.T, c clients) 
 	p.Status = pipelinev1beta1.PipelineStatus{
 		ObservedGeneration: p.Generation,
 		Phase:              pipelinev1beta1.PhaseRunning,
+		Models:             "m",
 		StepCount:          1,
 		Conditions: []metav1.Condition{{
 			Type: pipelinev1beta1.ConditionReady, Status: metav1.ConditionTrue,

@@ -18,6 +18,9 @@ import (
 type PipelineStatusApplyConfiguration struct {
 	// ObservedGeneration is the metadata.generation this status was computed from.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
+	// Models are the steps' models in step order, comma-separated, for the
+	// printer column (a column shows only the first of a list's values).
+	Models *string `json:"models,omitempty"`
 	// Phase sums the conditions up in one word, as the design notes ask:
 	// Running when Ready, Failed when Degraded, Pending otherwise.
 	Phase *pipelinev1beta1.Phase `json:"phase,omitempty"`
@@ -44,6 +47,14 @@ func PipelineStatus() *PipelineStatusApplyConfiguration {
 // If called multiple times, the ObservedGeneration field is set to the value of the last call.
 func (b *PipelineStatusApplyConfiguration) WithObservedGeneration(value int64) *PipelineStatusApplyConfiguration {
 	b.ObservedGeneration = &value
+	return b
+}
+
+// WithModels sets the Models field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Models field is set to the value of the last call.
+func (b *PipelineStatusApplyConfiguration) WithModels(value string) *PipelineStatusApplyConfiguration {
+	b.Models = &value
 	return b
 }
 
