@@ -207,6 +207,10 @@ func testPipelineV1beta1Sample(ctx context.Context, t *testing.T, c clients) {
 
 }
 
+// testPipelineV1Sample: the v1 schema accepts and defaults the v1 sample.
+// Without the conversion webhook (these CRDs have none) a v1 object is
+// stored under v1beta1's schema, so what only v1 has does not read back;
+// test/integration/webhooks reads both versions through the webhook.
 func testPipelineV1Sample(ctx context.Context, t *testing.T, c clients) {
 	sample := readSample(t, "pipeline-v1.yaml")
 	if _, err := c.dynamic.Resource(pipelinesV1GVR).Create(ctx, sample, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
@@ -228,9 +232,6 @@ func testPipelineV1Sample(ctx context.Context, t *testing.T, c clients) {
 	for _, s := range p.Spec.Steps {
 		if got := ptr.Deref(s.Replicas, -1); got != 2 {
 			t.Errorf("step %s replicas = %d, want 2", s.Model, got)
-		}
-		if len(s.NodeNames) != 1 || s.NodeNames[0] != "node-a" {
-			t.Errorf("step %s nodeNames %q; want [node-a]", s.Model, s.NodeNames)
 		}
 	}
 	if p.Spec.ListenPort != 9080 {
