@@ -2,10 +2,12 @@ package webhooks
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -47,6 +49,35 @@ func getPipelineV1(t *testing.T, name string) *pipelinev1.Pipeline {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// checkVersionsAgree reads Pipeline name through both versions at one
+// resourceVersion and requires each read to be exactly the other one
+// converted: v1 -> v1beta1 gives the v1beta1 read, v1beta1 -> v1 the v1 read.
+func checkVersionsAgree(t *testing.T, name string) {
+	t.Helper()
+	var beta *pipelinev1beta1.Pipeline
+	var one *pipelinev1.Pipeline
+	// The controller may write status between the two reads: read again until
+	// both saw the same object.
+	framework.Eventually(t, timeout, "two reads of Pipeline "+name+" at one resourceVersion", func(ctx context.Context) (bool, error) {
+		beta, one = getPipelineV1beta1(t, name), getPipelineV1(t, name)
+		return beta.ResourceVersion == one.ResourceVersion, nil
+	})
+	back := &pipelinev1beta1.Pipeline{}
+	if err := pipelineconversion.V1ToV1beta1(one, back); err != nil {
+		t.Fatalf("converting the v1 read back: %v", err)
+	}
+	if !apiequality.Semantic.DeepEqual(back, beta) {
+		t.Errorf("Pipeline %s: the v1 read converted to v1beta1 differs from the v1beta1 read:\n%s\nvs\n%s", name, toJSON(t, back), toJSON(t, beta))
+	}
+	forth := &pipelinev1.Pipeline{}
+	if err := pipelineconversion.V1beta1ToV1(beta, forth); err != nil {
+		t.Fatalf("converting the v1beta1 read: %v", err)
+	}
+	if !apiequality.Semantic.DeepEqual(forth, one) {
+		t.Errorf("Pipeline %s: the v1beta1 read converted to v1 differs from the v1 read:\n%s\nvs\n%s", name, toJSON(t, forth), toJSON(t, one))
+	}
 }
 
 // The design notes' Pipeline CR applies unchanged with kubectl (strict field
@@ -110,6 +141,7 @@ func TestPipelineSeedSample(t *testing.T) {
 	if _, ok := v1.Annotations[pipelineconversion.V1beta1SpecAnnotation]; !ok {
 		t.Errorf("v1 read has no %s annotation keeping the notes' form", pipelineconversion.V1beta1SpecAnnotation)
 	}
+	checkVersionsAgree(t, "facedetection-pipeline")
 }
 
 // Rejections and warnings of Pipelines through the API server. The CRD's
@@ -212,6 +244,7 @@ func TestPipelineVersionsAgree(t *testing.T) {
 	if len(one.Annotations) != 0 || strings.Join(one.Spec.Steps[0].NodeNames, ",") != "a,b" || one.Spec.ModelStorage.NFS.Path != "/models" {
 		t.Errorf("v1 read back: annotations %v, spec %+v", one.Annotations, one.Spec)
 	}
+	checkVersionsAgree(t, "written-as-v1")
 
 	// The notes' form, changed through v1: the change shows in v1beta1.
 	notes := &unstructured.Unstructured{Object: map[string]any{
@@ -239,4 +272,14 @@ func TestPipelineVersionsAgree(t *testing.T) {
 	if len(beta.Annotations) != 0 {
 		t.Errorf("a conversion annotation reached the stored object: %v", beta.Annotations)
 	}
+	checkVersionsAgree(t, "written-as-v1beta1")
+}
+
+func toJSON(t *testing.T, v any) string {
+	t.Helper()
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }
