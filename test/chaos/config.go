@@ -40,8 +40,6 @@ const (
 // defect each one exposes is fixed on main, and why; the soak and
 // CHAOS_INCLUDE_PENDING=true run them. Remove an entry when its fix lands.
 var pendingFaults = map[faultKind]string{
-	pauseLeader:     "defect 1: a paused leader resumes and writes without its Lease (fixed on branch lead: reconciles die with the Lease, lease guard)",
-	stealLease:      "defect 1, not covered by branch lead's guard: a leader that has read a Lease naming another holder keeps writing until its renew deadline (seen: 21 writes over 2 s)",
 	deleteClaims:    "defect 3: a recreated claim stays Pending, its Retain volume Released with the old claim's UID",
 	deleteNamespace: "defect 3: deleting the Pipelines' namespace deletes every claim, which stay Pending when recreated",
 }
