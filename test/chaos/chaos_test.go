@@ -5,6 +5,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -175,6 +176,9 @@ func TestChaos(t *testing.T) {
 	converged := time.Now()
 	convergence := converged.Sub(faultsEnd)
 	f := figures{seed: cfg.seed, mode: cfg.mode, steps: len(steps), faultPhase: faultsEnd.Sub(faultStart), convergence: convergence}
+	w.mu.Lock()
+	f.byKind = maps.Clone(w.actions)
+	w.mu.Unlock()
 	if err != nil {
 		f.converged = false
 		t.Errorf("not converged %v after the last fault (bound %v); %d problems in the last snapshot (last error taking one: %v):\n  %s",
@@ -251,6 +255,7 @@ type figures struct {
 	seed                    uint64
 	mode                    string
 	steps                   int
+	byKind                  map[faultKind]int // steps carried out, per kind
 	faultPhase, convergence time.Duration
 	quietAfter              time.Duration // from convergence to the last write before the quiet window
 	converged               bool
@@ -365,10 +370,21 @@ func (f *figures) violationCount() int {
 }
 
 func (f *figures) summary() string {
-	return fmt.Sprintf("figures: mode %s seed %d: %d fault steps over %v; converged %v in %v; manager writes %d (per slot %v), status writes %d; "+
+	return fmt.Sprintf("figures: mode %s seed %d: %d fault steps (%s) over %v; converged %v in %v; manager writes %d (per slot %v), status writes %d; "+
 		"Lease holder changes %d; exits after Lease loss %d, other exits %d, killed by the suite %d; writes in flight after a theft %d; violations %d",
-		f.mode, f.seed, f.steps, f.faultPhase.Round(time.Second), f.converged, f.convergence.Round(100*time.Millisecond), f.writes, f.writesBySlot,
+		f.mode, f.seed, f.steps, f.kinds(), f.faultPhase.Round(time.Second), f.converged, f.convergence.Round(100*time.Millisecond), f.writes, f.writesBySlot,
 		f.statusWrites, f.holderChanges, f.leaseLostExits, f.exits-f.leaseLostExits, f.killed, f.inFlightAfterTheft, f.violationCount())
+}
+
+// kinds is the steps carried out per kind, in the schedule's kind order.
+func (f *figures) kinds() string {
+	var parts []string
+	for k := range numFaultKinds {
+		if n := f.byKind[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // appendRow appends the figures as a Markdown table row.
@@ -378,7 +394,7 @@ func (f *figures) appendRow(path string) error {
 		return err
 	}
 	defer file.Close()
-	_, err = fmt.Fprintf(file, "| %s | %d | %d | %v | %d | %d | %d | %d | %v | %d |\n", f.mode, f.seed, f.steps, f.faultPhase.Round(time.Second),
+	_, err = fmt.Fprintf(file, "| %s | %d | %d (%s) | %v | %d | %d | %d | %d | %v | %d |\n", f.mode, f.seed, f.steps, f.kinds(), f.faultPhase.Round(time.Second),
 		f.writes, f.statusWrites, f.holderChanges, f.leaseLostExits, f.convergence.Round(100*time.Millisecond), f.violationCount())
 	return err
 }
