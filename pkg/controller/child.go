@@ -35,6 +35,7 @@ type ApplyConfiguration[AC any] interface {
 // ChildClient is the part of a typed client (client-go's gentype clients:
 // Deployments(namespace), PersistentVolumes()...) that writes children.
 type ChildClient[T Object, AC any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
 	Apply(ctx context.Context, obj AC, opts metav1.ApplyOptions) (T, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
@@ -124,6 +125,21 @@ func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desire
 		// Someone deleted it; its delete event brings the owner back to
 		// create a new one.
 		return live, Unchanged, nil
+	case !exists:
+		// An apply creates or updates whatever is there: an object the
+		// cache has not seen yet (created just before its would-be owner;
+		// informers of different kinds are not ordered) would be taken
+		// over. Read it from the API server first; what is left is the
+		// round trip between this read and the apply.
+		found, err := c.client(ptr.Deref(desired.GetNamespace(), "")).Get(ctx, ptr.Deref(desired.GetName(), ""), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return none, Unchanged, fmt.Errorf("reading %s %s before creating it: %w", c.Kind,
+				objectName(ptr.Deref(desired.GetNamespace(), ""), ptr.Deref(desired.GetName(), "")), err)
+		default:
+			return c.Apply(ctx, owner, desired, found)
+		}
 	}
 
 	want, err := fields(desired)

@@ -41,7 +41,7 @@ func desiredChildService() *corev1ac.ServiceApplyConfiguration {
 			WithPorts(corev1ac.ServicePort().WithPort(80).WithTargetPort(intstr.FromInt32(80)).WithProtocol(corev1.ProtocolTCP)))
 }
 
-// Creates are applies; a reconcile of what the create returned sends
+// Creates are applies, after a read from the API; a reconcile of what the create returned sends
 // nothing; an unowned same-name object is never written.
 func TestChildrenApply(t *testing.T) {
 	ctx := context.Background()
@@ -51,8 +51,8 @@ func TestChildrenApply(t *testing.T) {
 	if err != nil || write != Created {
 		t.Fatalf("create: write %v, err %v", write, err)
 	}
-	if n := len(client.Actions()); n != 1 || client.Actions()[0].GetVerb() != "patch" {
-		t.Fatalf("create sent %v, want one apply (patch)", client.Actions())
+	if n := len(client.Actions()); n != 2 || client.Actions()[0].GetVerb() != "get" || client.Actions()[1].GetVerb() != "patch" {
+		t.Fatalf("create sent %v, want a read, then one apply (patch)", client.Actions())
 	}
 	if created.Annotations[AppliedAnnotation] == "" {
 		t.Error("created child carries no applied hash")
@@ -96,5 +96,37 @@ func TestChildrenApply(t *testing.T) {
 	}
 	if _, err := client.CoreV1().Services("shop").Get(ctx, "web", metav1.GetOptions{}); err == nil {
 		t.Error("child still exists after delete")
+	}
+}
+
+// An unowned object the cache has not seen yet (created just before its
+// would-be owner, or the cache behind) is not taken over: the create would
+// be a forced apply, which updates whatever is there.
+func TestChildrenApplyDoesNotTakeOverUncachedObject(t *testing.T) {
+	ctx := context.Background()
+	children, client, _ := newServiceChildren(t)
+	user := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "user-uid"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"user": "mine"}}}
+	if _, err := client.CoreV1().Services("shop").Create(ctx, user, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client.ClearActions()
+
+	_, write, err := children.Apply(ctx, ownerApp(), desiredChildService(), nil)
+	var notOwned *NotOwnedError
+	if !errors.As(err, &notOwned) || write != Unchanged {
+		t.Fatalf("uncached unowned object: write %v, err %v, want a NotOwnedError", write, err)
+	}
+	for _, a := range client.Actions() {
+		if a.GetVerb() != "get" {
+			t.Errorf("the user's object was written: %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+	got, err := client.CoreV1().Services("shop").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.OwnerReferences) != 0 || got.Spec.Selector["user"] != "mine" || got.Annotations[AppliedAnnotation] != "" {
+		t.Errorf("the user's object was changed: owners %v, selector %v, annotations %v", got.OwnerReferences, got.Spec.Selector, got.Annotations)
 	}
 }
