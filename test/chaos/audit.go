@@ -129,17 +129,19 @@ func readAudit(path string) ([]auditEvent, error) {
 // successful write of it (an acquisition or renewal by its writer, or a
 // theft) and every read, per user.
 type leaseTimeline struct {
-	writes []*auditEvent            // successful creates and updates, by completion
-	reads  map[string][]*auditEvent // gets per user, by receipt
+	writes   []*auditEvent            // successful creates and updates, by completion
+	reads    map[string][]*auditEvent // gets per user, by receipt
+	requests map[string][]*auditEvent // every request on the Lease per user, by receipt
 }
 
 func newLeaseTimeline(events []auditEvent) *leaseTimeline {
-	l := &leaseTimeline{reads: map[string][]*auditEvent{}}
+	l := &leaseTimeline{reads: map[string][]*auditEvent{}, requests: map[string][]*auditEvent{}}
 	for i := range events {
 		e := &events[i]
 		if !e.isLease() {
 			continue
 		}
+		l.requests[e.User.Username] = append(l.requests[e.User.Username], e)
 		switch {
 		case e.Verb == "get":
 			l.reads[e.User.Username] = append(l.reads[e.User.Username], e)
@@ -206,10 +208,32 @@ func (l *leaseTimeline) judge(user string, t time.Time) (leaseVerdict, string) {
 	}
 	other := l.writes[i]
 	for _, r := range l.reads[user] {
-		if r.received().After(other.completed()) && r.completed().Before(t) {
-			return notHeld, fmt.Sprintf("%s wrote the Lease at %s and it had read the Lease since (at %s)",
-				other.User.Username, other.completed().UTC().Format("15:04:05.000"), r.received().UTC().Format("15:04:05.000"))
+		if !r.received().After(other.completed()) {
+			continue
 		}
+		// The audit log says when the API server answered the read, not
+		// when the process got the answer (which is when its lease guard
+		// acts), and a write the guard let through just before may arrive
+		// after. The process's next request on the Lease is sent by the
+		// election loop after it has handled the answer: writes received
+		// after that one are the process's own doing.
+		if next := l.nextRequest(user, r); next != nil && next.received().Before(t) {
+			return notHeld, fmt.Sprintf("%s wrote the Lease at %s; it read the Lease at %s and sent its next Lease request at %s",
+				other.User.Username, other.completed().UTC().Format("15:04:05.000"), r.received().UTC().Format("15:04:05.000"),
+				next.received().UTC().Format("15:04:05.000"))
+		}
+		break
 	}
 	return inFlightAfterTheft, ""
+}
+
+// nextRequest is user's first request on the Lease received after r was
+// answered, or nil.
+func (l *leaseTimeline) nextRequest(user string, r *auditEvent) *auditEvent {
+	for _, e := range l.requests[user] {
+		if e.received().After(r.completed()) {
+			return e
+		}
+	}
+	return nil
 }

@@ -317,7 +317,9 @@ func (f *figures) analyse(t *testing.T, w *world, events []auditEvent, exits []e
 			f.statusWrites++
 			statusWrites[key]++
 		}
-		if e.Verb != "create" && e.ok() {
+		// A create, or an apply answered 201 Created, found nothing
+		// there to touch.
+		if e.Verb != "create" && e.ok() && e.ResponseStatus.Code != 201 {
 			for _, u := range users {
 				if u.key == key && e.received().After(u.created) && (u.deleted.IsZero() || e.received().Before(u.deleted)) {
 					f.violate("user-owned object touched", "%s", e)
