@@ -26,8 +26,9 @@ func newTestGuard() (*Guard, *fakeClock) {
 // fakeLock answers every write with err and every read with holder.
 type fakeLock struct {
 	resourcelock.Interface
-	err    error
-	holder string
+	err     error
+	holder  string
+	updates []resourcelock.LeaderElectionRecord
 }
 
 func (l *fakeLock) Get(context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
@@ -38,9 +39,11 @@ func (l *fakeLock) Identity() string { return "me" }
 func (l *fakeLock) Create(context.Context, resourcelock.LeaderElectionRecord) error {
 	return l.err
 }
-func (l *fakeLock) Update(context.Context, resourcelock.LeaderElectionRecord) error {
+func (l *fakeLock) Update(_ context.Context, ler resourcelock.LeaderElectionRecord) error {
+	l.updates = append(l.updates, ler)
 	return l.err
 }
+func (l *fakeLock) Describe() string { return "test/lease" }
 
 func TestGuardFollowsRenewals(t *testing.T) {
 	ctx := context.Background()
@@ -168,5 +171,45 @@ func TestGuardLetsGoWhenAnotherHolderIsRead(t *testing.T) {
 	_, _, _ = lock.Get(ctx)
 	if err := g.Check(); !errors.Is(err, ErrLeaseNotHeld) {
 		t.Fatalf("after reading a Lease held by another: Check = %v, want ErrLeaseNotHeld", err)
+	}
+}
+
+// A leader that lost the Lease does not release it over the new holder:
+// client-go's release reads the Lease, then decides from the record it had
+// observed before, in which it still leads.
+func TestLockDoesNotReleaseAnothersLease(t *testing.T) {
+	ctx := context.Background()
+	g, _ := newTestGuard()
+	inner := &fakeLock{}
+	lock := g.Lock(inner)
+	if err := lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"}); err != nil {
+		t.Fatal(err)
+	}
+	inner.holder = "thief"
+	if _, _, err := lock.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inner.updates = nil
+	if err := lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "", LeaseDurationSeconds: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if len(inner.updates) != 0 {
+		t.Fatalf("released a Lease held by someone else: %+v", inner.updates)
+	}
+
+	// Our own Lease is still released.
+	if err := lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"}); err != nil {
+		t.Fatal(err)
+	}
+	inner.holder = "me"
+	if _, _, err := lock.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inner.updates = nil
+	if err := lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: ""}); err != nil {
+		t.Fatal(err)
+	}
+	if len(inner.updates) != 1 {
+		t.Fatalf("our own Lease was not released: %+v", inner.updates)
 	}
 }

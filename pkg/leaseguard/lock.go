@@ -2,9 +2,11 @@ package leaseguard
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
 )
 
 // Lock returns inner, reporting each of its successful acquires and
@@ -17,6 +19,10 @@ func (g *Guard) Lock(inner resourcelock.Interface) resourcelock.Interface {
 type guardedLock struct {
 	resourcelock.Interface
 	guard *Guard
+
+	mu sync.Mutex
+	// otherHolder is the holder the last read named, when not us.
+	otherHolder string
 }
 
 // Get ends our hold as soon as the Lease names another holder: someone
@@ -24,8 +30,17 @@ type guardedLock struct {
 // renew deadline would let us write beside them.
 func (l *guardedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	ler, raw, err := l.Interface.Get(ctx)
-	if err == nil && ler != nil && ler.HolderIdentity != "" && ler.HolderIdentity != l.Identity() {
-		l.guard.Lost()
+	if err == nil && ler != nil {
+		other := ""
+		if ler.HolderIdentity != l.Identity() {
+			other = ler.HolderIdentity
+		}
+		l.mu.Lock()
+		l.otherHolder = other
+		l.mu.Unlock()
+		if other != "" {
+			l.guard.Lost()
+		}
 	}
 	return ler, raw, err
 }
@@ -37,7 +52,23 @@ func (l *guardedLock) Create(ctx context.Context, ler resourcelock.LeaderElectio
 	return err
 }
 
+// Update refuses to release a Lease that the last read showed held by
+// someone else. client-go's release, which runs whenever the renew loop
+// ends (ReleaseOnCancel), reads the Lease but decides from the record it
+// observed before: a leader that lost the Lease (paused past it, or stolen)
+// would overwrite the new holder's Lease with an empty one on its way out,
+// letting a third process lead beside the new holder.
 func (l *guardedLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	if ler.HolderIdentity == "" {
+		l.mu.Lock()
+		other := l.otherHolder
+		l.mu.Unlock()
+		if other != "" {
+			l.guard.Lost()
+			klog.FromContext(ctx).Info("Not releasing the Lease: it is held by someone else", "lease", l.Describe(), "holder", other)
+			return nil
+		}
+	}
 	sent := l.guard.now()
 	err := l.Interface.Update(ctx, ler)
 	l.observe(sent, ler, err)
