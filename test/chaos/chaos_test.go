@@ -168,8 +168,10 @@ func TestChaos(t *testing.T) {
 			return false, nil
 		}
 		last = snap.problems()
-		if _, _, err := sup.leader(ctx, cluster); err != nil {
+		if p, holder, err := sup.leader(ctx, cluster); err != nil {
 			last = append(last, "the Lease: "+err.Error())
+		} else if p == nil {
+			last = append(last, fmt.Sprintf("the Lease: held by %q, no running manager", holder))
 		}
 		return len(last) == 0, nil
 	})
