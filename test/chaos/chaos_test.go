@@ -43,6 +43,16 @@ const (
 // TestChaos runs the managers under the seeded fault schedule and asserts
 // the invariants of issue 12. See the package comment.
 func TestChaos(t *testing.T) {
+	// It skips exactly where test/e2e skips the tests that need the same
+	// things: manager processes it can signal, and the local control
+	// plane, whose API server and etcd it restarts and whose audit log it
+	// reads. Without E2E_MANAGER_BINARY it fails, as test/e2e does.
+	if e2e := framework.ConfigFromEnv(); e2e.InClusterManager() {
+		t.Skipf("needs manager processes; %s=%s", framework.EnvManager, e2e.Manager)
+	} else if e2e.UseExistingCluster {
+		t.Skipf("restarts kube-apiserver and etcd and reads their audit log: only on the local control plane; %s=true",
+			framework.EnvUseExistingCluster)
+	}
 	cfg, err := configFromEnv()
 	if err != nil {
 		t.Fatal(err)
