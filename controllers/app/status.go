@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -44,10 +43,10 @@ func (o observed) missing(app *appv1beta1.App) []string {
 }
 
 // isResourceExists reports whether err is a same-name object this App does
-// not control: seen in the cache, or found by a create.
+// not control, seen in the cache.
 func isResourceExists(err error) bool {
 	var notOwned *controller.NotOwnedError
-	return errors.As(err, &notOwned) || apierrors.IsAlreadyExists(err)
+	return errors.As(err, &notOwned)
 }
 
 // appStatus computes the App's status from what the reconcile observed.
@@ -93,9 +92,12 @@ func appStatus(app *appv1beta1.App, obs observed, now metav1.Time) appv1beta1.Ap
 
 	var conflicts, failures []string
 	for _, err := range obs.errs {
-		if isResourceExists(err) {
+		switch {
+		case controller.IsTransient(err):
+			// Retried with backoff; reporting it would flap the status.
+		case isResourceExists(err):
 			conflicts = append(conflicts, err.Error())
-		} else {
+		default:
 			failures = append(failures, err.Error())
 		}
 	}

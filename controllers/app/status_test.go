@@ -1,7 +1,9 @@
 package app
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -114,7 +116,7 @@ func TestAppStatus(t *testing.T) {
 			wantDegraded:    wantCondition{metav1.ConditionTrue, appv1beta1.ReasonResourceExists, "Service shop/web exists and is not ours"},
 		},
 		{
-			name: "a create that found a same-name object counts as a conflict too",
+			name: "transient errors are left out, a real failure is not",
 			app:  testApp(),
 			obs: observed{deployment: rolledOut(3), service: svc, errs: []error{
 				apierrors.NewAlreadyExists(schema.GroupResource{Group: "networking.k8s.io", Resource: "ingresses"}, "web"),
@@ -123,7 +125,19 @@ func TestAppStatus(t *testing.T) {
 			wantReplicas:    [3]int32{3, 3, 3},
 			wantReady:       wantCondition{metav1.ConditionFalse, appv1beta1.ReasonResourceMissing, "Missing Ingress web"},
 			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonRolloutComplete, ""},
-			wantDegraded:    wantCondition{metav1.ConditionTrue, appv1beta1.ReasonResourceExists, `ingresses.networking.k8s.io "web" already exists; update Deployment shop/web: etcd is sad`},
+			wantDegraded:    wantCondition{metav1.ConditionTrue, appv1beta1.ReasonReconcileFailed, "update Deployment shop/web: etcd is sad"},
+		},
+		{
+			name: "only transient errors: not Degraded (issue 12, defect 5)",
+			app:  testApp(),
+			obs: observed{deployment: rolledOut(3), service: svc, ingress: ingress(""), errs: []error{
+				fmt.Errorf("update Deployment shop/web: %w", apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web", errors.New("the object has been modified"))),
+				fmt.Errorf("update status of App: %w", context.Canceled),
+			}},
+			wantReplicas:    [3]int32{3, 3, 3},
+			wantReady:       wantCondition{metav1.ConditionTrue, appv1beta1.ReasonAvailable, ""},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonRolloutComplete, ""},
+			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
 		},
 		{
 			name:            "write failed",

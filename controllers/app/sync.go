@@ -98,6 +98,9 @@ func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx co
 		// Left alone; the error retries the App with backoff.
 		c.recorder.Eventf(app, corev1.EventTypeWarning, appv1beta1.ReasonResourceExists, "Not managing %s %s: %v", children.Kind, app.Name, err)
 		return none, err
+	case controller.IsTransient(err):
+		// Only the cache is behind: what it holds is what the status shows.
+		return live, c.writeFailed(app, write.Verb(), children.Kind, err)
 	case err != nil:
 		return none, c.writeFailed(app, write.Verb(), children.Kind, err)
 	case write == controller.Created:

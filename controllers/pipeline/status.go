@@ -29,6 +29,9 @@ type observed struct {
 	conflicts []error
 	// failures are writes that failed for another reason.
 	failures []error
+	// transient are errors that only say the cache was behind (conflicts,
+	// objects that already exist): retried, never reported in status.
+	transient []error
 	// refused says why nothing was written: the namespace is not allowed.
 	refused error
 }
@@ -178,7 +181,7 @@ func absent(what string, err error) string {
 	switch {
 	case errors.As(err, &notOwned):
 		return what + " is not controlled by this Pipeline"
-	case err != nil:
+	case err != nil && !controller.IsTransient(err):
 		return err.Error()
 	default:
 		return what + " does not exist"

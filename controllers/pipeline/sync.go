@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,11 +52,14 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	if !c.opts.namespaceAllowed(namespace) {
 		return controller.Result{}, c.refuseNamespace(ctx, p, obs, want)
 	}
-	// record sorts a child's error into a conflict or a failure.
+	// record sorts a child's error into a conflict, a failure, or a
+	// transient error that is only retried.
 	record := func(err error) {
 		var notOwned *controller.NotOwnedError
 		switch {
 		case err == nil:
+		case controller.IsTransient(err):
+			obs.transient = append(obs.transient, err)
 		case errors.As(err, &notOwned):
 			obs.conflicts = append(obs.conflicts, err)
 			c.recorder.Eventf(p, corev1.EventTypeWarning, pipelinev1beta1.ReasonResourceExists, "%v; leaving it alone", err)
@@ -100,7 +104,7 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	// Make before break: what is no longer wanted (a removed or renamed
 	// step, the old namespace's children) goes only once everything wanted
 	// is in place, so a failed move does not take the Pipeline down.
-	if len(obs.conflicts) == 0 && len(obs.failures) == 0 {
+	if len(obs.conflicts) == 0 && len(obs.failures) == 0 && len(obs.transient) == 0 {
 		record(deleteUnwanted(ctx, c, p, c.volumes, []*corev1ac.PersistentVolumeApplyConfiguration{want.volume}))
 		record(deleteUnwanted(ctx, c, p, c.claims, []*corev1ac.PersistentVolumeClaimApplyConfiguration{want.claim}))
 		record(deleteUnwanted(ctx, c, p, c.deployments, want.deployments))
@@ -109,12 +113,12 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 
 	status := computeStatus(p, obs, metav1.NewTime(time.Now().Truncate(time.Second)))
 	statusErr := c.updateStatus(ctx, p, status)
-	errs := append(obs.conflicts, obs.failures...)
+	errs := slices.Concat(obs.conflicts, obs.failures, obs.transient)
 	if statusErr != nil {
 		errs = append(errs, statusErr)
 	}
 	if len(errs) > 0 {
-		logger.V(2).Info("Pipeline not converged, will retry", "conflicts", len(obs.conflicts), "failures", len(obs.failures))
+		logger.V(2).Info("Pipeline not converged, will retry", "conflicts", len(obs.conflicts), "failures", len(obs.failures), "transient", len(obs.transient))
 	}
 	return controller.Result{}, errors.Join(errs...)
 }
@@ -210,6 +214,9 @@ func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx co
 	switch {
 	case errors.As(err, &notOwned):
 		return none, err
+	case controller.IsTransient(err):
+		// Only the cache is behind: what it holds is what the status shows.
+		return live, c.writeFailed(p, write.Verb(), children.Kind, namespace, name, err)
 	case err != nil:
 		return none, c.writeFailed(p, write.Verb(), children.Kind, namespace, name, err)
 	case write != controller.Unchanged:

@@ -226,7 +226,27 @@ func (c *Children[T, AC]) replaceLists(ctx context.Context, client ChildClient[T
 		return none, err
 	}
 	klog.FromContext(ctx).V(2).Info("Replacing lists another field manager holds entries of", "kind", c.Kind, "child", klog.KObj(obj))
-	return client.Patch(ctx, obj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	written, err := client.Patch(ctx, obj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	if isPatchNotApplicable(err) {
+		// The patch was built from obj at its resourceVersion: the object
+		// changed since the cache saw it. A conflict, retried with what the
+		// cache holds then, not a failure to report.
+		return none, apierrors.NewConflict(c.Resource, obj.GetName(), err)
+	}
+	return written, err
+}
+
+// isPatchNotApplicable reports whether err is the API server refusing a JSON
+// patch that does not apply to the object (its resourceVersion test failed,
+// or a path is missing): a 422 without causes, since the server drops the
+// patch library's message. Validation errors, the other 422s, carry causes.
+func isPatchNotApplicable(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) {
+		return false
+	}
+	details := status.Status().Details
+	return details == nil || len(details.Causes) == 0
 }
 
 // Delete deletes a child owner controls, unless it is already going. The

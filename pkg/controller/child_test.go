@@ -3,15 +3,21 @@ package controller
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func newServiceChildren(t *testing.T) (*Services, *fake.Clientset, func(*corev1.Service)) {
@@ -128,5 +134,38 @@ func TestChildrenApplyDoesNotTakeOverUncachedObject(t *testing.T) {
 	}
 	if len(got.OwnerReferences) != 0 || got.Spec.Selector["user"] != "mine" || got.Annotations[AppliedAnnotation] != "" {
 		t.Errorf("the user's object was changed: owners %v, selector %v, annotations %v", got.OwnerReferences, got.Spec.Selector, got.Annotations)
+	}
+}
+
+// A JSON patch whose resourceVersion test fails (the 422 the API server
+// builds, which drops the patch library's message) means only that the cache
+// is behind: Apply turns it into a conflict, which is transient, never a
+// failure for status or events (issue 12, defect 5).
+func TestChildrenApplyFailedPatchTestIsAConflict(t *testing.T) {
+	ctx := context.Background()
+	children, client, _ := newServiceChildren(t)
+	created, _, err := children.Apply(ctx, ownerApp(), desiredChildService(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another manager adds a port entry; the next apply keeps it, so the
+	// lists are replaced with a JSON patch, which the server refuses.
+	edited := created.DeepCopy()
+	edited.Spec.Ports = append(edited.Spec.Ports, corev1.ServicePort{Port: 8080, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP})
+	if edited, err = client.CoreV1().Services("shop").Update(ctx, edited, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	client.PrependReactor("patch", "services", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.(k8stesting.PatchAction).GetPatchType() != types.JSONPatchType {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "",
+			"testing value /metadata/resourceVersion failed: test failed", 0, false)
+	})
+	changed := desiredChildService()
+	changed.Labels["tier"] = "web"
+	_, _, err = children.Apply(ctx, ownerApp(), changed, edited)
+	if !apierrors.IsConflict(err) || !IsTransient(err) {
+		t.Fatalf("Apply returned %v, want a conflict", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
@@ -41,6 +42,13 @@ type env struct {
 // setup starts a manager running only the Pipeline controller.
 func setup(t *testing.T, mutate func(*options.Options)) *env {
 	t.Helper()
+	return setupWithConfig(t, cp.Config, mutate)
+}
+
+// setupWithConfig is setup with the manager talking to the API server
+// through cfg.
+func setupWithConfig(t *testing.T, cfg *rest.Config, mutate func(*options.Options)) *env {
+	t.Helper()
 	if crdErr != nil {
 		t.Fatalf("installing the CRDs: %v", crdErr)
 	}
@@ -48,7 +56,7 @@ func setup(t *testing.T, mutate func(*options.Options)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := framework.StartManager(t, cp.Config, func(o *options.Options) {
+	m := framework.StartManager(t, cfg, func(o *options.Options) {
 		o.Generic.Controllers = []string{pipeline.ControllerName}
 		// Tests use a namespace of their own; TestNamespaceOutsideTheAllowList
 		// puts the default back.

@@ -1,0 +1,68 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/rest"
+
+	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	"github.com/ndsl/controller-manager/test/integration/framework"
+)
+
+// A conflict says only that the cache was behind: it is retried, and never
+// shows in status (Degraded) or as a Warning event, so status does not flap
+// (issue 12, defect 5). The first applies of the App's Deployment and
+// Service get the API server's 409.
+func TestConflictsNeverReachStatusOrWarnings(t *testing.T) {
+	const name, conflicts = "flaky", 2
+	var injector *framework.ConflictInjector
+	e := setup(t, func(ns string) *rest.Config {
+		cfg, inj := framework.InjectConflicts(cp.Config, 2*conflicts, func(req *http.Request) bool {
+			return framework.IsApplyOf("/namespaces/"+ns+"/deployments/"+name)(req) ||
+				framework.IsApplyOf("/namespaces/"+ns+"/services/"+name)(req)
+		})
+		injector = inj
+		return cfg
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := e.apps.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	e.create(newApp(name, true, false))
+	app := e.waitConverged(name)
+	if got := injector.Injected(); got != 2*conflicts {
+		t.Fatalf("%d conflicts injected, want %d", got, 2*conflicts)
+	}
+
+	// Every version of the App up to convergence, as the watch saw it.
+	for done := false; !done; {
+		ev := <-w.ResultChan()
+		a, ok := ev.Object.(*appv1beta1.App)
+		if !ok {
+			t.Fatalf("watch: %v", ev.Object)
+		}
+		if c := meta.FindStatusCondition(a.Status.Conditions, appv1beta1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
+			t.Errorf("resourceVersion %s: Degraded=True %s %q", a.ResourceVersion, c.Reason, c.Message)
+		}
+		done = a.ResourceVersion == app.ResourceVersion
+	}
+	events, err := e.kube.CoreV1().Events(e.ns).List(context.Background(), metav1.ListOptions{FieldSelector: fields.SelectorFromSet(fields.Set{
+		"involvedObject.kind": "App", "involvedObject.name": name, "type": corev1.EventTypeWarning,
+	}).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events.Items {
+		t.Errorf("Warning event %s: %s", ev.Reason, ev.Message)
+	}
+}

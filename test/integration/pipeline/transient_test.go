@@ -1,0 +1,61 @@
+package pipeline
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	"github.com/ndsl/controller-manager/test/integration/framework"
+)
+
+// A conflict says only that the cache was behind: it is retried, and never
+// makes the Pipeline Degraded (nor Ready=False because of it) or records a
+// Warning event (issue 12, defect 5). The first applies of the step's
+// Deployment get the API server's 409.
+func TestConflictsNeverMakeThePipelineDegraded(t *testing.T) {
+	const name, conflicts = "flaky", 3
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := framework.CreateNamespace(t, cp.Client)
+	cfg, injector := framework.InjectConflicts(cp.Config, conflicts, framework.IsApplyOf("/namespaces/"+ns+"/deployments/"+name+"-a"))
+	e := setupWithConfig(t, cfg, nil)
+	if err := cp.CreateFakeNodes(ctx, "flaky-node"); err != nil {
+		t.Fatal(err)
+	}
+	w, err := e.crd.PipelineV1beta1().Pipelines().Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	p := e.create(newPipeline(name, ns, step("a", "flaky-node")))
+	ready := e.ready(p.Name)
+	if got := injector.Injected(); got != conflicts {
+		t.Fatalf("%d conflicts injected, want %d", got, conflicts)
+	}
+	for done := false; !done; {
+		ev := <-w.ResultChan()
+		got, ok := ev.Object.(*pipelinev1beta1.Pipeline)
+		if !ok {
+			t.Fatalf("watch: %v", ev.Object)
+		}
+		if c := meta.FindStatusCondition(got.Status.Conditions, pipelinev1beta1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
+			t.Errorf("resourceVersion %s: Degraded=True %s %q", got.ResourceVersion, c.Reason, c.Message)
+		}
+		done = got.ResourceVersion == ready.ResourceVersion
+	}
+	events, err := e.kube.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: fields.SelectorFromSet(fields.Set{
+		"involvedObject.name": name, "type": corev1.EventTypeWarning,
+	}).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events.Items {
+		t.Errorf("Warning event %s: %s", ev.Reason, ev.Message)
+	}
+}
