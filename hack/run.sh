@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # make run: runs the controller manager in the foreground.
-#   - With $KUBECONFIG set: installs the CRDs there and runs against it.
+#   - With $KUBECONFIG set: installs the CRDs there and runs the controllers
+#     against it (no webhooks: that API server cannot call this machine).
 #   - Without: starts the local control plane (hack/local-up.sh) in the
-#     background, waits until it is ready, installs the CRDs, runs the
-#     manager against it, and stops the control plane on exit.
+#     background, waits until it is ready, installs the CRDs and the webhook
+#     configurations (pointed at 127.0.0.1:9443), runs the manager with its
+#     webhooks against it, and stops the control plane on exit.
 # Extra manager flags: make run ARGS="--controllers=*,cleanup -v=2"
 set -euo pipefail
 
@@ -36,6 +38,18 @@ else
   hack/build-controlplane.sh >&2 # for kubectl
 fi
 
-"$KUBECTL" apply -k manifests/crd >&2
+if [[ -n "${localup:-}" ]]; then
+  # The local API server calls the manager's webhooks on 127.0.0.1:9443: the
+  # CRDs and webhook configurations of manifests/default, pointed there. The
+  # manager issues its CA and serving certificate (for 127.0.0.1) into the
+  # Secret default/controller-manager-webhook-certs and fills in every caBundle.
+  go build -o _output/webhook-url ./hack/webhook-url
+  "$KUBECTL" kustomize manifests/default | _output/webhook-url --base=https://127.0.0.1:9443 | "$KUBECTL" apply -f - >&2
+  webhook_flags=(--webhook-address=127.0.0.1 --webhook-port=9443 --webhook-cert-extra-names=127.0.0.1 --webhook-namespace=default)
+else
+  # A cluster's API server cannot call a webhook on this machine: controllers only.
+  "$KUBECTL" apply -k manifests/crd >&2
+  webhook_flags=(--webhooks=false)
+fi
 # Not exec: the trap above must stop the control plane when the manager exits.
-_output/controller-manager --kubeconfig="$KUBECONFIG" --leader-elect=false --secure-serving=false ${ARGS:-}
+_output/controller-manager --kubeconfig="$KUBECONFIG" --leader-elect=false --secure-serving=false "${webhook_flags[@]}" ${ARGS:-}

@@ -54,6 +54,10 @@ type Manager struct {
 	guard *leaseguard.Guard
 	// wrapLock, when set, wraps the leader election lock (tests).
 	wrapLock func(resourcelock.Interface) resourcelock.Interface
+	// webhooks serve admission and conversion; nil with --webhooks=false.
+	webhooks *webhooks
+	// extraWebhooks are served beside webhookRegistrations(); tests add theirs.
+	extraWebhooks []WebhookRegistration
 }
 
 // Option adjusts a Manager; tests use them.
@@ -68,6 +72,11 @@ func WithLeaseLock(wrap func(resourcelock.Interface) resourcelock.Interface) Opt
 // WithRESTConfig replaces the client config the flags describe.
 func WithRESTConfig(cfg *rest.Config) Option {
 	return func(m *Manager) { m.config = cfg }
+}
+
+// WithExtraWebhooks serves regs beside the manager's own webhooks.
+func WithExtraWebhooks(regs ...WebhookRegistration) Option {
+	return func(m *Manager) { m.extraWebhooks = append(m.extraWebhooks, regs...) }
 }
 
 // NewManager validates the options, resolves --controllers against the
@@ -95,8 +104,13 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 			return nil, err
 		}
 	}
+	if len(enabled) == 0 && !opts.Webhook.Enabled {
+		return nil, errors.New("nothing to run: no controller is enabled and --webhooks=false")
+	}
 	health := []healthz.HealthChecker{healthz.PingHealthz}
 	switch {
+	case len(enabled) == 0:
+		// Webhooks only: no Lease, nothing to watch.
 	case opts.LeaderElection.LeaderElect && opts.HA.PerController:
 		m.controllerHealth = map[string]*leaderelection.HealthzAdaptor{}
 		for _, d := range enabled {
@@ -108,8 +122,15 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 		m.electionHealth = leaderelection.NewLeaderHealthzAdaptor(leaderHealthTolerance)
 		health = append(health, m.electionHealth)
 	}
+	var readiness []healthz.HealthChecker
+	if opts.Webhook.Enabled {
+		if m.webhooks, err = m.startWebhooks(ctx); err != nil {
+			return nil, err
+		}
+		readiness = append(readiness, m.webhooks.server.CertificateCheck())
+	}
 	if opts.Generic.HTTPAddress != "0" {
-		handler := newHTTPHandler(m.status, health)
+		handler := newHTTPHandler(m.status, health, readiness)
 		var tlsCfg *tls.Config
 		if opts.Generic.SecureServing {
 			certs, err := servingCertificate(opts.Generic)
@@ -142,8 +163,15 @@ func (m *Manager) Run(ctx context.Context) error {
 	for _, d := range m.enabled {
 		names = append(names, d.Name)
 	}
-	logger.Info("Starting controller manager", "controllers", names)
+	logger.Info("Starting controller manager", "controllers", names, "webhooks", m.webhooks != nil)
 
+	// Every replica serves the webhooks, leader or not.
+	m.runWebhookCertificates(ctx)
+	if len(m.enabled) == 0 {
+		logger.Info("No controller enabled: serving webhooks only, without leader election")
+		<-ctx.Done()
+		return nil
+	}
 	if !m.opts.LeaderElection.LeaderElect {
 		m.status.setLeading(m.enabled, true)
 		// No Lease to lose: a shutdown drains, then cancels what is left.

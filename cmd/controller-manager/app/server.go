@@ -24,7 +24,8 @@ import (
 // far has synced: a warm standby is ready once its caches have synced, a
 // cold one, which starts none, at once. Every check is
 // also served on its own path (/readyz/informer-sync) and ?verbose lists them.
-func newHTTPHandler(status *managerStatus, live []healthz.HealthChecker) http.Handler {
+// readiness are more checks for /readyz only (the webhook certificate).
+func newHTTPHandler(status *managerStatus, live, readiness []healthz.HealthChecker) http.Handler {
 	synced := healthz.NamedCheck("informer-sync", func(*http.Request) error {
 		if !status.synced() {
 			return errors.New("informer caches have not synced yet")
@@ -35,7 +36,7 @@ func newHTTPHandler(status *managerStatus, live []healthz.HealthChecker) http.Ha
 	mux := http.NewServeMux()
 	healthz.InstallHandler(mux, live...)
 	healthz.InstallLivezHandler(mux, live...)
-	healthz.InstallReadyzHandler(mux, append(slices.Clone(live), synced)...)
+	healthz.InstallReadyzHandler(mux, slices.Concat(live, readiness, []healthz.HealthChecker{synced})...)
 	mux.Handle("/metrics", legacyregistry.Handler())
 	mux.HandleFunc("/debug/controllers", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -23,7 +23,7 @@ func TestProbes(t *testing.T) {
 		}
 		return nil
 	})
-	h := newHTTPHandler(status, []healthz.HealthChecker{healthz.PingHealthz, watchdog})
+	h := newHTTPHandler(status, []healthz.HealthChecker{healthz.PingHealthz, watchdog}, nil)
 	get := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))

@@ -47,12 +47,15 @@ type binaryManager struct {
 }
 
 // newLauncher runs the binary as every benchmark manager runs: client-side
-// rate limiting off, plain HTTP on loopback, default workers, the admin
-// kubeconfig, logs in the artifacts directory.
+// rate limiting off, plain HTTP on loopback, default workers, no webhooks,
+// the admin kubeconfig, logs in the artifacts directory.
 func newLauncher(cfg config, kubeconfig string) *e2eframework.Launcher {
 	l := e2eframework.NewLauncher(cfg.binary, kubeconfig, cfg.artifacts)
 	l.PlainHTTP = true
-	l.Args = []string{"--kube-api-qps=-1", "--app-ingress-domain=" + ingressDomain}
+	l.Args = []string{"--kube-api-qps=-1", "--app-ingress-domain=" + ingressDomain,
+		// The scale scenarios measure the controllers; several managers
+		// run at once and would compete for the webhook port.
+		"--webhooks=false"}
 	return l
 }
 

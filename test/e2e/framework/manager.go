@@ -48,11 +48,13 @@ type Launcher struct {
 }
 
 // SuiteArgs are the e2e suite's manager flags: leader election on with the
-// Lease in ManagerNamespace, the default shutdown timeout, verbose logs.
+// Lease in ManagerNamespace, the default shutdown timeout, no webhooks,
+// verbose logs.
 var SuiteArgs = []string{
 	"--leader-elect=true",
 	"--leader-elect-resource-namespace=" + ManagerNamespace,
 	"--shutdown-timeout=30s",
+	"--webhooks=false",
 	"-v=2",
 }
 

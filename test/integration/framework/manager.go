@@ -34,11 +34,12 @@ type Manager struct {
 }
 
 // StartManager runs the manager against cfg (copied, with a write counter)
-// until the test ends. By default leader election is off and the HTTP
-// server listens on a free loopback port; mutate changes the options.
-func StartManager(t testing.TB, cfg *rest.Config, mutate func(*options.Options)) *Manager {
+// until the test ends. By default leader election is off, the webhooks are
+// off and the HTTP server listens on a free loopback port; mutate changes the
+// options, extra adds manager options (e.g. test webhooks).
+func StartManager(t testing.TB, cfg *rest.Config, mutate func(*options.Options), extra ...app.Option) *Manager {
 	t.Helper()
-	return StartManagerWith(t, cfg, app.NewRegistry(), mutate)
+	return StartManagerWith(t, cfg, app.NewRegistry(), mutate, extra...)
 }
 
 // StartManagerWith is StartManager with another registry of controllers
@@ -60,14 +61,15 @@ func StartManagerWith(t testing.TB, cfg *rest.Config, registry app.Registry, mut
 }
 
 // RunManager runs the manager in this process against cfg (copied, with a
-// write counter) until ctx is done or Stop, with leader election off, plain
-// HTTP on a free loopback port and the options mutate changes. The scale
-// benchmark profiles the manager this way.
+// write counter) until ctx is done or Stop, with leader election and the
+// webhooks off, plain HTTP on a free loopback port and the options mutate
+// changes. The scale benchmark profiles the manager this way.
 func RunManager(ctx context.Context, cfg *rest.Config, registry app.Registry, mutate func(*options.Options), extra ...app.Option) (*Manager, error) {
 	opts := options.NewOptions()
 	opts.LeaderElection.LeaderElect = false
 	opts.Generic.HTTPAddress = "127.0.0.1:0"
 	opts.Generic.SecureServing = false // the auth test turns it on
+	opts.Webhook.Enabled = false       // the webhook tests turn it on, each on its own port
 	if mutate != nil {
 		mutate(opts)
 	}

@@ -29,6 +29,7 @@ type Options struct {
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 	HA             HAOptions
 	Logs           *logsapi.LoggingConfiguration
+	Webhook        WebhookOptions
 
 	// One field per controller, bound to its own flag set.
 	Ingress  ingress.Options
@@ -79,6 +80,7 @@ func NewOptions() *Options {
 		},
 		HA:       DefaultHAOptions(),
 		Logs:     logsapi.NewLoggingConfiguration(),
+		Webhook:  DefaultWebhookOptions(),
 		Ingress:  ingress.DefaultOptions(),
 		Pipeline: pipeline.DefaultOptions(),
 		Cleanup:  cleanup.DefaultOptions(),
@@ -120,6 +122,7 @@ func (o *Options) Flags(allControllers, disabledByDefault []string) cliflag.Name
 
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fss.FlagSet("leader election"))
 	bindHAFlags(&o.HA, fss.FlagSet("leader election"))
+	bindWebhookFlags(&o.Webhook, fss.FlagSet("webhooks"))
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logging"))
 	verflag.AddFlags(fss.FlagSet("misc"))
 
@@ -162,6 +165,9 @@ func (o *Options) Validate() error {
 		}
 	}
 	if err := o.HA.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.Webhook.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := o.Ingress.Validate(); err != nil {

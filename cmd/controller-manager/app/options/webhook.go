@@ -1,0 +1,111 @@
+package options
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// WebhookOptions configure the webhook server and its certificates.
+type WebhookOptions struct {
+	// Enabled serves the webhooks (on every replica, leader or not).
+	Enabled bool
+	Address string
+	Port    int
+
+	// CertDir, when set, holds tls.crt and tls.key mounted from elsewhere
+	// (cert-manager); the manager then only serves them and manages nothing.
+	CertDir string
+
+	// Otherwise the manager issues a CA and a serving certificate into the
+	// Secret Namespace/SecretName for the Service's DNS names, and keeps the
+	// caBundle of the configurations and CRDs below.
+	Namespace         string
+	SecretName        string
+	ServiceName       string
+	ExtraNames        []string
+	CAValidity        time.Duration
+	CertValidity      time.Duration
+	ConfigurationName string
+	ConversionCRDs    []string
+}
+
+// DefaultWebhookOptions are the defaults, matching manifests/.
+func DefaultWebhookOptions() WebhookOptions {
+	return WebhookOptions{
+		Enabled:           true,
+		Port:              9443,
+		SecretName:        "controller-manager-webhook-certs",
+		ServiceName:       "controller-manager-webhook",
+		CAValidity:        365 * 24 * time.Hour,
+		CertValidity:      90 * 24 * time.Hour,
+		ConfigurationName: "ndsl-controller-manager",
+		ConversionCRDs:    []string{"apps.ingress.example.com", "pipelines.distri-infer.ndsl.cn"},
+	}
+}
+
+// Addr is the address the webhook server listens on.
+func (o WebhookOptions) Addr() string {
+	return net.JoinHostPort(o.Address, fmt.Sprint(o.Port))
+}
+
+// ServiceDNSNames are the names the API server may use for the Service in
+// namespace, as kubebuilder's certificates list them.
+func (o WebhookOptions) ServiceDNSNames(namespace string) []string {
+	svc := o.ServiceName
+	return []string{
+		svc + "." + namespace + ".svc",
+		svc + "." + namespace + ".svc.cluster.local",
+		svc + "." + namespace,
+		svc,
+	}
+}
+
+func bindWebhookFlags(o *WebhookOptions, fs *pflag.FlagSet) {
+	fs.BoolVar(&o.Enabled, "webhooks", o.Enabled,
+		"Serve the admission and conversion webhooks, on every replica whether it leads or not. false runs controllers only; --controllers='' with --webhooks runs webhooks only.")
+	fs.StringVar(&o.Address, "webhook-address", o.Address,
+		"IP address the webhook server listens on; empty for all interfaces.")
+	fs.IntVar(&o.Port, "webhook-port", o.Port, "Port of the webhook server (HTTPS); 0 picks a free one.")
+	fs.StringVar(&o.CertDir, "webhook-cert-dir", o.CertDir,
+		"Directory with tls.crt and tls.key from elsewhere (cert-manager), reloaded when they change. Empty: the manager issues and rotates its own certificates in --webhook-cert-secret and keeps the caBundles.")
+	fs.StringVar(&o.Namespace, "webhook-namespace", o.Namespace,
+		"Namespace of the webhook Service and certificate Secret; empty: the pod's namespace, else \"default\".")
+	fs.StringVar(&o.SecretName, "webhook-cert-secret", o.SecretName,
+		"Secret holding the webhook CA and serving certificate, created by the first replica.")
+	fs.StringVar(&o.ServiceName, "webhook-service", o.ServiceName,
+		"Service the API server reaches the webhooks through; the serving certificate names it.")
+	fs.StringSliceVar(&o.ExtraNames, "webhook-cert-extra-names", o.ExtraNames,
+		"More DNS names or IP addresses for the serving certificate, e.g. 127.0.0.1 when the API server calls a URL.")
+	fs.DurationVar(&o.CAValidity, "webhook-ca-validity", o.CAValidity,
+		"Lifetime of the webhook CA; its successor joins the caBundle at half of it and takes over at two thirds.")
+	fs.DurationVar(&o.CertValidity, "webhook-cert-validity", o.CertValidity,
+		"Lifetime of the webhook serving certificate; it is renewed at two thirds of it.")
+	fs.StringVar(&o.ConfigurationName, "webhook-configuration-name", o.ConfigurationName,
+		"Name of the MutatingWebhookConfiguration and the ValidatingWebhookConfiguration whose caBundle the manager keeps.")
+	fs.StringSliceVar(&o.ConversionCRDs, "webhook-conversion-crds", o.ConversionCRDs,
+		"CRDs whose conversion webhook caBundle the manager keeps (those with conversion strategy Webhook).")
+}
+
+// Validate returns every problem with the webhook options.
+func (o WebhookOptions) Validate() error {
+	if !o.Enabled {
+		return nil
+	}
+	var errs []error
+	if o.Port < 0 || o.Port > 65535 {
+		errs = append(errs, fmt.Errorf("--webhook-port must be between 0 (any free port) and 65535, got %d", o.Port))
+	}
+	if o.CertDir == "" {
+		if o.SecretName == "" || o.ServiceName == "" {
+			errs = append(errs, errors.New("--webhook-cert-secret and --webhook-service must not be empty"))
+		}
+		if o.CAValidity <= 0 || o.CertValidity <= 0 {
+			errs = append(errs, fmt.Errorf("--webhook-ca-validity and --webhook-cert-validity must be positive, got %s and %s", o.CAValidity, o.CertValidity))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,111 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/ndsl/controller-manager/pkg/certs"
+	"github.com/ndsl/controller-manager/pkg/webhook"
+)
+
+// webhooks is the running webhook server and what keeps its certificate.
+type webhooks struct {
+	server *webhook.Server
+	addr   net.Addr
+	// runCerts keeps the serving certificate current until ctx is done;
+	// nil for mounted files, which the server follows itself.
+	runCerts func(ctx context.Context)
+}
+
+// startWebhooks registers every webhook, chooses where the serving
+// certificate comes from and opens the webhook listener. The certificate
+// source starts with Run; until it has a certificate, /readyz fails.
+func (m *Manager) startWebhooks(ctx context.Context) (*webhooks, error) {
+	o := m.opts.Webhook
+	server := webhook.NewServer()
+	webhook.RegisterMetrics()
+	if err := registerWebhooks(server, WebhookContext{Options: m.opts, KubeConfig: m.clientConfig("webhooks")}, append(webhookRegistrations(), m.extraWebhooks...)); err != nil {
+		return nil, err
+	}
+
+	w := &webhooks{server: server}
+	var content dynamiccertificates.CertKeyContentProvider
+	if o.CertDir != "" {
+		files, err := dynamiccertificates.NewDynamicServingContentFromFiles("webhook-serving",
+			filepath.Join(o.CertDir, "tls.crt"), filepath.Join(o.CertDir, "tls.key"))
+		if err != nil {
+			return nil, fmt.Errorf("loading the webhook certificate from --webhook-cert-dir: %w", err)
+		}
+		content = files // Serve follows the files (webhook.ReloadingTLSConfig)
+	} else {
+		cm, err := m.newCertManager()
+		if err != nil {
+			return nil, err
+		}
+		content = cm.ServingCertificate()
+		w.runCerts = cm.Run
+	}
+
+	addr, err := server.Serve(ctx, o.Addr(), content)
+	if err != nil {
+		return nil, err
+	}
+	w.addr = addr
+	return w, nil
+}
+
+// newCertManager builds the manager of the certificate Secret and of the
+// caBundles, for the Service's names in the configured namespace.
+func (m *Manager) newCertManager() (*certs.Manager, error) {
+	o := m.opts.Webhook
+	namespace := leaseNamespace(o.Namespace)
+	cfg := m.clientConfig("webhook-certificates")
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the webhook certificates' client: %w", err)
+	}
+	crds, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the webhook certificates' CRD client: %w", err)
+	}
+	var targets certs.Targets
+	if o.ConfigurationName != "" {
+		targets.MutatingWebhookConfigurations = []string{o.ConfigurationName}
+		targets.ValidatingWebhookConfigurations = []string{o.ConfigurationName}
+	}
+	targets.CRDs = o.ConversionCRDs
+	return certs.NewManager(kube, crds, certs.Options{
+		Namespace:  namespace,
+		SecretName: o.SecretName,
+		Policy: certs.Policy{
+			Names:        append(o.ServiceDNSNames(namespace), o.ExtraNames...),
+			CAValidity:   o.CAValidity,
+			CertValidity: o.CertValidity,
+		},
+		Targets: targets,
+	})
+}
+
+// WebhookAddr is the address the webhook server listens on, nil when off.
+func (m *Manager) WebhookAddr() net.Addr {
+	if m.webhooks == nil {
+		return nil
+	}
+	return m.webhooks.addr
+}
+
+// runWebhookCertificates keeps the webhook certificate current, on every
+// replica, until ctx is done.
+func (m *Manager) runWebhookCertificates(ctx context.Context) {
+	if m.webhooks == nil || m.webhooks.runCerts == nil {
+		return
+	}
+	go m.webhooks.runCerts(klog.NewContext(ctx, klog.LoggerWithName(klog.FromContext(ctx), "webhook-certificates")))
+}

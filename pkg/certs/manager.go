@@ -1,0 +1,320 @@
+package certs
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// Options configure a Manager.
+type Options struct {
+	// Namespace and SecretName name the Secret holding the certificates.
+	Namespace, SecretName string
+	Policy                Policy
+	Targets               Targets
+	// Resync re-checks everything this often even when nothing changed; the
+	// schedule and the watches make it a safety net only. Default 10 minutes.
+	Resync time.Duration
+}
+
+// syncKey is the only key of the queue: there is one world to reconcile.
+const syncKey = "certificates"
+
+// Manager keeps the certificate Secret current and the caBundles of the
+// targets equal to its bundle. Every replica runs one: writes are
+// compare-then-write with the object's resourceVersion, so replicas that
+// act at once cost a conflict, never a wrong result, and a world that is
+// right costs no writes.
+type Manager struct {
+	opts    Options
+	kube    kubernetes.Interface
+	crds    apiextensionsclient.Interface
+	content *ServingContent
+	now     func() time.Time
+
+	secrets cache.SharedIndexInformer
+	targets []*target
+	queue   workqueue.TypedRateLimitingInterface[string]
+}
+
+// target is one object whose caBundle the manager keeps.
+type target struct {
+	kind, name string
+	informer   cache.SharedIndexInformer
+	bundles    func(runtime.Object) []*[]byte
+	update     func(context.Context, runtime.Object) error
+}
+
+// NewManager builds a Manager; Run starts it.
+func NewManager(kube kubernetes.Interface, crds apiextensionsclient.Interface, opts Options) (*Manager, error) {
+	if err := opts.Policy.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Namespace == "" || opts.SecretName == "" {
+		return nil, errors.New("the certificate Secret needs a namespace and a name")
+	}
+	if opts.Resync <= 0 {
+		opts.Resync = 10 * time.Minute
+	}
+	m := &Manager{
+		opts:    opts,
+		kube:    kube,
+		crds:    crds,
+		content: NewServingContent(fmt.Sprintf("secret %s/%s", opts.Namespace, opts.SecretName)),
+		now:     time.Now,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "webhook-certificates"}),
+	}
+	m.secrets = oneObjectInformer(kube.CoreV1().RESTClient(), "secrets", opts.Namespace, opts.SecretName, &corev1.Secret{})
+
+	admission := kube.AdmissionregistrationV1()
+	for _, name := range opts.Targets.MutatingWebhookConfigurations {
+		m.targets = append(m.targets, &target{
+			kind: "MutatingWebhookConfiguration", name: name,
+			informer: oneObjectInformer(admission.RESTClient(), "mutatingwebhookconfigurations", "", name, &admissionregistrationv1.MutatingWebhookConfiguration{}),
+			bundles: func(o runtime.Object) []*[]byte {
+				return mutatingBundles(o.(*admissionregistrationv1.MutatingWebhookConfiguration))
+			},
+			update: func(ctx context.Context, o runtime.Object) error {
+				_, err := admission.MutatingWebhookConfigurations().Update(ctx, o.(*admissionregistrationv1.MutatingWebhookConfiguration), metav1.UpdateOptions{FieldManager: fieldManager})
+				return err
+			},
+		})
+	}
+	for _, name := range opts.Targets.ValidatingWebhookConfigurations {
+		m.targets = append(m.targets, &target{
+			kind: "ValidatingWebhookConfiguration", name: name,
+			informer: oneObjectInformer(admission.RESTClient(), "validatingwebhookconfigurations", "", name, &admissionregistrationv1.ValidatingWebhookConfiguration{}),
+			bundles: func(o runtime.Object) []*[]byte {
+				return validatingBundles(o.(*admissionregistrationv1.ValidatingWebhookConfiguration))
+			},
+			update: func(ctx context.Context, o runtime.Object) error {
+				_, err := admission.ValidatingWebhookConfigurations().Update(ctx, o.(*admissionregistrationv1.ValidatingWebhookConfiguration), metav1.UpdateOptions{FieldManager: fieldManager})
+				return err
+			},
+		})
+	}
+	for _, name := range opts.Targets.CRDs {
+		m.targets = append(m.targets, &target{
+			kind: "CustomResourceDefinition", name: name,
+			informer: oneObjectInformer(crds.ApiextensionsV1().RESTClient(), "customresourcedefinitions", "", name, &apiextensionsv1.CustomResourceDefinition{}),
+			bundles: func(o runtime.Object) []*[]byte {
+				return crdBundles(o.(*apiextensionsv1.CustomResourceDefinition))
+			},
+			update: func(ctx context.Context, o runtime.Object) error {
+				_, err := crds.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, o.(*apiextensionsv1.CustomResourceDefinition), metav1.UpdateOptions{FieldManager: fieldManager})
+				return err
+			},
+		})
+	}
+
+	enqueue := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { m.queue.Add(syncKey) },
+		UpdateFunc: func(any, any) { m.queue.Add(syncKey) },
+		DeleteFunc: func(any) { m.queue.Add(syncKey) },
+	}
+	for _, inf := range m.informers() {
+		if _, err := inf.AddEventHandler(enqueue); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// fieldManager names the manager's writes in managedFields.
+const fieldManager = "controller-manager-webhook-certs"
+
+// oneObjectInformer watches the one object named name, so that RBAC can
+// limit list and watch to that name (resourceNames).
+func oneObjectInformer(client rest.Interface, resource, namespace, name string, obj runtime.Object) cache.SharedIndexInformer {
+	lw := cache.NewListWatchFromClient(client, resource, namespace, fields.OneTermEqualSelector("metadata.name", name))
+	return cache.NewSharedIndexInformer(lw, obj, 0, cache.Indexers{})
+}
+
+func (m *Manager) informers() []cache.SharedIndexInformer {
+	out := []cache.SharedIndexInformer{m.secrets}
+	for _, t := range m.targets {
+		out = append(out, t.informer)
+	}
+	return out
+}
+
+// ServingCertificate is the serving certificate of the Secret, for the
+// webhook server; it is empty until the Secret exists.
+func (m *Manager) ServingCertificate() *ServingContent { return m.content }
+
+// Run keeps the Secret and the bundles right until ctx is done.
+func (m *Manager) Run(ctx context.Context) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	defer m.queue.ShutDown()
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting webhook certificate management", "secret", m.opts.Namespace+"/"+m.opts.SecretName, "names", m.opts.Policy.Names)
+
+	synced := make([]cache.InformerSynced, 0, len(m.targets)+1)
+	for _, inf := range m.informers() {
+		go inf.RunWithContext(ctx)
+		synced = append(synced, inf.HasSynced)
+	}
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, synced...) {
+		return
+	}
+	m.queue.Add(syncKey)
+	go wait.UntilWithContext(ctx, m.worker, time.Second)
+	<-ctx.Done()
+}
+
+func (m *Manager) worker(ctx context.Context) {
+	for {
+		key, quit := m.queue.Get()
+		if quit {
+			return
+		}
+		after, err := m.sync(ctx)
+		switch {
+		case err != nil && apierrors.IsConflict(err):
+			// Another replica (or a stale cache) wrote first: replan.
+			klog.FromContext(ctx).V(2).Info("Conflict syncing the webhook certificates; retrying", "err", err)
+			m.queue.AddRateLimited(key)
+		case err != nil && ctx.Err() == nil:
+			klog.FromContext(ctx).Error(err, "Syncing the webhook certificates failed; retrying")
+			m.queue.AddRateLimited(key)
+		default:
+			m.queue.Forget(key)
+			m.queue.AddAfter(key, after)
+		}
+		m.queue.Done(key)
+	}
+}
+
+// sync brings the Secret and the bundles up to date and returns when it
+// must run again at the latest.
+func (m *Manager) sync(ctx context.Context) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
+	now := m.now()
+	secret, err := m.ensureSecret(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	if m.content.Set(secret.Data[TLSCertKey], secret.Data[TLSKeyKey]) {
+		logger.Info("Loaded the webhook serving certificate", "secret", klog.KObj(secret), "resourceVersion", secret.ResourceVersion)
+	}
+	var errs []error
+	for _, t := range m.targets {
+		if err := m.inject(ctx, t, secret.Data[CABundleKey]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	after := NextCheck(now, secret.Data).Sub(now)
+	if after > m.opts.Resync {
+		after = m.opts.Resync
+	}
+	return after + 100*time.Millisecond, nil
+}
+
+// ensureSecret creates the Secret if there is none, or brings it up to date
+// when the plan says so, and returns the Secret as stored.
+func (m *Manager) ensureSecret(ctx context.Context, now time.Time) (*corev1.Secret, error) {
+	logger := klog.FromContext(ctx)
+	obj, exists, err := m.secrets.GetStore().GetByKey(m.opts.Namespace + "/" + m.opts.SecretName)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		data, changes, err := m.opts.Policy.Plan(now, nil, m.trusted)
+		if err != nil {
+			return nil, err
+		}
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: m.opts.Namespace, Name: m.opts.SecretName,
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "ndsl-controller-manager"},
+			},
+			Type: corev1.SecretTypeTLS,
+			Data: data,
+		}
+		created, err := m.kube.CoreV1().Secrets(m.opts.Namespace).Create(ctx, secret, metav1.CreateOptions{FieldManager: fieldManager})
+		if apierrors.IsAlreadyExists(err) {
+			// Another replica came first: use theirs.
+			logger.V(2).Info("Another replica created the webhook certificate Secret first; using it", "secret", klog.KObj(secret))
+			return m.kube.CoreV1().Secrets(m.opts.Namespace).Get(ctx, m.opts.SecretName, metav1.GetOptions{})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("creating the webhook certificate Secret: %w", err)
+		}
+		logger.Info("Created the webhook certificate Secret", "secret", klog.KObj(created), "changes", changes)
+		return created, nil
+	}
+
+	secret := obj.(*corev1.Secret)
+	data, changes, err := m.opts.Policy.Plan(now, secret.Data, m.trusted)
+	if err != nil {
+		return nil, err
+	}
+	if len(changes) == 0 {
+		return secret, nil
+	}
+	update := secret.DeepCopy()
+	update.Data = data
+	// The resourceVersion from the cache makes this a compare-and-swap: a
+	// replica that planned from an older Secret gets a conflict and replans.
+	updated, err := m.kube.CoreV1().Secrets(m.opts.Namespace).Update(ctx, update, metav1.UpdateOptions{FieldManager: fieldManager})
+	if err != nil {
+		return nil, fmt.Errorf("updating the webhook certificate Secret (%v): %w", changes, err)
+	}
+	logger.Info("Updated the webhook certificate Secret", "secret", klog.KObj(updated), "changes", changes)
+	return updated, nil
+}
+
+// trusted tells whether every target that exists already trusts ca.
+func (m *Manager) trusted(ca *x509.Certificate) bool {
+	for _, t := range m.targets {
+		obj, exists, err := t.informer.GetStore().GetByKey(t.name)
+		if err != nil || !exists {
+			continue
+		}
+		if !trustsCA(t.bundles(obj.(runtime.Object)), ca) {
+			return false
+		}
+	}
+	return true
+}
+
+// inject sets the target's bundles to bundle when they differ.
+func (m *Manager) inject(ctx context.Context, t *target, bundle []byte) error {
+	obj, exists, err := t.informer.GetStore().GetByKey(t.name)
+	if err != nil || !exists {
+		return err // a target not installed (yet) is not an error; its creation triggers a sync
+	}
+	if !needsBundle(t.bundles(obj.(runtime.Object)), bundle) {
+		return nil
+	}
+	update := obj.(runtime.Object).DeepCopyObject()
+	setBundle(t.bundles(update), bundle)
+	if err := t.update(ctx, update); err != nil {
+		return fmt.Errorf("setting the caBundle of %s %s: %w", t.kind, t.name, err)
+	}
+	klog.FromContext(ctx).Info("Set the caBundle", "kind", t.kind, "name", t.name)
+	return nil
+}
