@@ -2,13 +2,18 @@ package app
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 	"github.com/ndsl/controller-manager/pkg/webhook"
 )
 
@@ -54,5 +59,66 @@ func TestRegisterWebhooksRejectsBadEntries(t *testing.T) {
 	}
 	if got := s.Paths(); !slices.Equal(got, []string{webhook.PathConvertApps, webhook.PathValidateApps}) {
 		t.Errorf("paths %v", got)
+	}
+}
+
+// The manifests name exactly the paths the manager serves: a path named but
+// not served fails every matching request (failurePolicy Fail), a path
+// served but not named is dead code.
+func TestManifestsNameTheRegisteredWebhooks(t *testing.T) {
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "manifests", "default", "webhook-conversion-*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, filepath.Join(root, "manifests", "webhook", "mutating.yaml"), filepath.Join(root, "manifests", "webhook", "validating.yaml"))
+	named := map[string]string{}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		collectServicePaths(t, obj.Object, filepath.Base(file), named)
+	}
+	served := map[string]bool{}
+	for _, r := range webhookRegistrations() {
+		served[r.Path] = true
+		if _, ok := named[r.Path]; !ok {
+			t.Errorf("webhook %s is served on %s, which no manifest names", r.Name, r.Path)
+		}
+	}
+	for path, file := range named {
+		if !served[path] {
+			t.Errorf("%s names %s, which the manager does not serve", file, path)
+		}
+	}
+}
+
+// collectServicePaths finds every clientConfig.service.path under v.
+func collectServicePaths(t *testing.T, v any, file string, into map[string]string) {
+	switch v := v.(type) {
+	case map[string]any:
+		if cc, ok := v["clientConfig"].(map[string]any); ok {
+			svc, _ := cc["service"].(map[string]any)
+			path, _ := svc["path"].(string)
+			if path == "" {
+				t.Errorf("%s: a clientConfig without service.path: %v", file, cc)
+			}
+			into[path] = file
+		}
+		for _, child := range v {
+			collectServicePaths(t, child, file, into)
+		}
+	case []any:
+		for _, child := range v {
+			collectServicePaths(t, child, file, into)
+		}
 	}
 }
