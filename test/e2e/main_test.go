@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/ndsl/controller-manager/pkg/testing/tcpbalancer"
 	"github.com/ndsl/controller-manager/test/e2e/framework"
 )
 
@@ -146,7 +147,17 @@ func setupProcesses(ctx context.Context, binary, dir string) (*framework.Launche
 	}
 	l := framework.NewLauncher(binary, kubeconfig, logDir)
 	l.Args, l.Token = framework.SuiteArgs, observer
-	return l, nil
+	if !cluster.Local() {
+		// That API server cannot call processes on this machine: the
+		// processes run controllers only, and the webhooks are removed.
+		return l, cluster.RemoveWebhookConfigurations(ctx)
+	}
+	// The local API server calls the processes' webhooks through a balancer
+	// on 127.0.0.1, standing in for the webhook Service.
+	if l.Webhooks, err = tcpbalancer.New(); err != nil {
+		return nil, err
+	}
+	return l, cluster.PointWebhooksAt(ctx, "https://"+l.Webhooks.Addr())
 }
 
 // managerBinary is $E2E_MANAGER_BINARY made absolute. The suite never

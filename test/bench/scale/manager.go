@@ -52,10 +52,8 @@ type binaryManager struct {
 func newLauncher(cfg config, kubeconfig string) *e2eframework.Launcher {
 	l := e2eframework.NewLauncher(cfg.binary, kubeconfig, cfg.artifacts)
 	l.PlainHTTP = true
-	l.Args = []string{"--kube-api-qps=-1", "--app-ingress-domain=" + ingressDomain,
-		// The scale scenarios measure the controllers; several managers
-		// run at once and would compete for the webhook port.
-		"--webhooks=false"}
+	// No Webhooks balancer: the managers run with --webhooks=false.
+	l.Args = []string{"--kube-api-qps=-1", "--app-ingress-domain=" + ingressDomain}
 	return l
 }
 

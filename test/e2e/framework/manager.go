@@ -18,6 +18,7 @@ import (
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
+	"github.com/ndsl/controller-manager/pkg/testing/tcpbalancer"
 )
 
 // Launcher starts manager processes of one binary, all authenticating with
@@ -31,14 +32,18 @@ type Launcher struct {
 	// LogDir receives <name>.log per process.
 	LogDir string
 	// Args are given to every process before Start's own, which may
-	// override them. The launcher adds --kubeconfig, --http-address and
-	// --secure-serving.
+	// override them. The launcher adds --kubeconfig, --http-address,
+	// --secure-serving and the webhook flags.
 	Args []string
 	// PlainHTTP serves plain HTTP without auth (--secure-serving=false);
 	// by default the managers serve HTTPS with delegated auth.
 	PlainHTTP bool
 	// Token is sent to the managers' protected endpoints.
 	Token string
+	// Webhooks, when set, stands in for the webhook Service: every process
+	// serves the webhooks on a port of its own and is its backend while it
+	// runs. Nil runs the processes with --webhooks=false.
+	Webhooks *tcpbalancer.Balancer
 
 	spawner *controlplane.Spawner
 	client  *http.Client
@@ -48,13 +53,11 @@ type Launcher struct {
 }
 
 // SuiteArgs are the e2e suite's manager flags: leader election on with the
-// Lease in ManagerNamespace, the default shutdown timeout, no webhooks,
-// verbose logs.
+// Lease in ManagerNamespace, the default shutdown timeout, verbose logs.
 var SuiteArgs = []string{
 	"--leader-elect=true",
 	"--leader-elect-resource-namespace=" + ManagerNamespace,
 	"--shutdown-timeout=30s",
-	"--webhooks=false",
 	"-v=2",
 }
 
@@ -104,6 +107,8 @@ type Process struct {
 	LogPath string
 	// Started is when it was started.
 	Started time.Time
+	// WebhookAddr is where it serves the webhooks; empty without them.
+	WebhookAddr string
 
 	l         *Launcher
 	startName string // the name given to Start
@@ -146,12 +151,24 @@ func (l *Launcher) start(ctx context.Context, name string, extraArgs []string) (
 	if l.PlainHTTP {
 		scheme = "http://"
 	}
+	webhookArgs, webhookAddr := []string{"--webhooks=false"}, ""
+	if l.Webhooks != nil {
+		webhookPorts, err := controlplane.FreePorts(1)
+		if err != nil {
+			return nil, err
+		}
+		webhookAddr = fmt.Sprintf("127.0.0.1:%d", webhookPorts[0])
+		// The certificate Secret in the manager's namespace, as in the
+		// cluster, with 127.0.0.1 (what the balancer's URL names) added.
+		webhookArgs = []string{"--webhook-address=127.0.0.1", fmt.Sprintf("--webhook-port=%d", webhookPorts[0]),
+			"--webhook-namespace=" + ManagerNamespace, "--webhook-cert-extra-names=127.0.0.1"}
+	}
 	args := append([]string{
 		"--kubeconfig=" + l.Kubeconfig,
 		"--http-address=" + address,
 		fmt.Sprintf("--secure-serving=%t", !l.PlainHTTP),
-	}, l.Args...)
-	args = append(args, extraArgs...)
+	}, webhookArgs...)
+	args = append(append(args, l.Args...), extraArgs...)
 
 	logPath := filepath.Join(l.LogDir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
@@ -163,7 +180,7 @@ func (l *Launcher) start(ctx context.Context, name string, extraArgs []string) (
 		return nil, err
 	}
 	p := &Process{Process: cp, ExtraArgs: extraArgs, Args: args, URL: scheme + address, LogPath: logPath,
-		Started: time.Now(), l: l}
+		Started: time.Now(), WebhookAddr: webhookAddr, l: l}
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, startTimeout, true, func(ctx context.Context) (bool, error) {
 		if p.Exited() {
 			return false, fmt.Errorf("exited during startup (%s)", p.ExitDescription())
@@ -175,7 +192,37 @@ func (l *Launcher) start(ctx context.Context, name string, extraArgs []string) (
 		_ = p.Stop(5 * time.Second)
 		return p, fmt.Errorf("manager %s did not serve /healthz: %w; last output:\n%s", name, err, p.LogTail(20))
 	}
+	if p.WebhookAddr != "" {
+		if err := p.waitServingWebhooks(ctx); err != nil {
+			_ = p.Stop(5 * time.Second)
+			return p, fmt.Errorf("manager %s did not serve its webhooks: %w; last output:\n%s", name, err, p.LogTail(20))
+		}
+		// A backend while it runs, as a ready pod is an endpoint.
+		l.Webhooks.Add(p.WebhookAddr)
+		go func() {
+			<-p.Done()
+			l.Webhooks.Remove(p.WebhookAddr)
+		}()
+	}
 	return p, nil
+}
+
+// waitServingWebhooks waits until the webhook port completes a TLS
+// handshake: the serving certificate is loaded. Who signed it is the API
+// server's business (the caBundle).
+func (p *Process) waitServingWebhooks(ctx context.Context) error {
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, startTimeout, true, func(ctx context.Context) (bool, error) {
+		if p.Exited() {
+			return false, fmt.Errorf("exited during startup (%s)", p.ExitDescription())
+		}
+		dialer := &tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // only whether a certificate is served
+		conn, err := dialer.DialContext(ctx, "tcp", p.WebhookAddr)
+		if err != nil {
+			return false, nil
+		}
+		_ = conn.Close()
+		return true, nil
+	})
 }
 
 // Restart starts a new process with the same extra arguments, as a kubelet

@@ -31,7 +31,7 @@ func TestReplicasShareOneCertificateAndServeTheAPIServer(t *testing.T) {
 	e := newEnv(t)
 	r1 := e.startReplica(cp.Config, longCA, longCert)
 	r2 := e.startReplica(cp.Config, longCA, longCert)
-	e.lb.SetBackends(r1.addr, r2.addr)
+	e.lb.Set(r1.addr, r2.addr)
 	e.waitReady(r1, r2)
 	e.waitBundlesMatchSecret()
 
@@ -161,7 +161,7 @@ func TestBlankedCABundleIsRestored(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	r := e.startReplica(cp.Config, longCA, longCert)
-	e.lb.SetBackends(r.addr)
+	e.lb.Set(r.addr)
 	e.waitReady(r)
 	e.waitBundlesMatchSecret()
 
@@ -210,7 +210,7 @@ func TestWebhookDownFailsCleanlyAndRecovers(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	r := e.startReplica(cp.Config, longCA, longCert)
-	e.lb.SetBackends(r.addr)
+	e.lb.Set(r.addr)
 	e.waitReady(r)
 	e.waitBundlesMatchSecret()
 	e.waitAdmissionWorks()
@@ -222,7 +222,7 @@ func TestWebhookDownFailsCleanlyAndRecovers(t *testing.T) {
 	if err := r.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	e.lb.SetBackends()
+	e.lb.Set()
 	widgets := e.widgets.Namespace(e.ns)
 	_, err = widgets.Create(ctx, e.widget("while-down", 1), metav1.CreateOptions{})
 	if err == nil {
@@ -237,7 +237,7 @@ func TestWebhookDownFailsCleanlyAndRecovers(t *testing.T) {
 	}
 
 	back := e.startReplica(cp.Config, longCA, longCert)
-	e.lb.SetBackends(back.addr)
+	e.lb.Set(back.addr)
 	e.waitReady(back)
 	framework.Eventually(t, 60*time.Second, "the same create to succeed with a replica back", func(ctx context.Context) (bool, error) {
 		_, err := widgets.Create(ctx, e.widget("while-down", 1), metav1.CreateOptions{})

@@ -26,6 +26,7 @@ import (
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/pkg/certs"
+	"github.com/ndsl/controller-manager/pkg/testing/tcpbalancer"
 	"github.com/ndsl/controller-manager/pkg/webhook"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
@@ -46,7 +47,7 @@ type env struct {
 	t        *testing.T
 	ns       string
 	group    string
-	lb       *balancer
+	lb       *tcpbalancer.Balancer
 	widgets  dynamic.NamespaceableResourceInterface // v1, the storage version
 	widgetV2 dynamic.NamespaceableResourceInterface
 	crds     apiextensionsclient.Interface
@@ -54,8 +55,15 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, ns: framework.CreateNamespace(t, cp.Client), lb: newBalancer(t)}
+	lb, err := tcpbalancer.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lb.Close() })
+	e := &env{t: t, ns: framework.CreateNamespace(t, cp.Client), lb: lb}
 	e.group = rand.String(8) + ".webhooktest.ndsl.cn"
+	// The webhook configurations' URLs name the balancer, which stands in
+	// for the Service in front of the replicas.
 	dyn, err := dynamic.NewForConfig(cp.Config)
 	if err != nil {
 		t.Fatal(err)

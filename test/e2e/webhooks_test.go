@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Both replicas serve the webhooks, leader or not. Kill -9 one of them
+// while Apps are being created: the balancer (the Service, in a cluster)
+// stops sending it connections, and admission keeps working on the other.
+// Only a request the dead replica was answering at that instant may fail.
+func TestWebhooksSurviveAKilledReplica(t *testing.T) {
+	requireProcesses(t)
+	if launcher.Webhooks == nil {
+		t.Skip("the webhooks need the local control plane, whose API server calls this machine")
+	}
+	procs := startManagers(t, 2, shortLease.args()...)
+	ns := newNamespace(t)
+	createApp(t, ns, newApp("before-kill", 1, true))
+
+	type result struct {
+		started time.Time
+		err     error
+	}
+	var (
+		mu      sync.Mutex
+		results []result
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			started := time.Now()
+			_, err := cluster.Typed.AppV1beta1().Apps(ns).Create(context.Background(), newApp(fmt.Sprintf("stream-%d", i), 1, true), metav1.CreateOptions{})
+			mu.Lock()
+			results = append(results, result{started, err})
+			mu.Unlock()
+			time.Sleep(50 * time.Millisecond) // a steady trickle, not a load test
+		}
+	})
+
+	eventually(t, 30*time.Second, "creates admitted before the kill", func(context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(results) >= 10, nil
+	})
+	victim := procs[0]
+	if err := victim.Signal(9); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	if err := victim.Wait(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "creates admitted after the kill", func(context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		after := 0
+		for _, r := range results {
+			if r.started.After(killed.Add(time.Second)) {
+				after++
+			}
+		}
+		return after >= 20, nil
+	})
+	cancel()
+	wg.Wait()
+
+	inFlight := 0
+	for _, r := range results {
+		switch {
+		case r.err == nil:
+		case r.started.Before(killed) || r.started.Before(killed.Add(time.Second)):
+			// Answered (or about to be) by the victim when it died.
+			inFlight++
+			t.Logf("create started %s before the kill failed: %v", killed.Sub(r.started), r.err)
+		default:
+			t.Errorf("create started %s after the kill failed: %v", r.started.Sub(killed), r.err)
+		}
+	}
+	t.Logf("%d creates, %d in flight at the kill failed", len(results), inFlight)
+	if inFlight > 2 {
+		t.Errorf("%d creates failed around the kill; at most the ones in flight may", inFlight)
+	}
+}
