@@ -65,7 +65,7 @@ const (
 	scenarioNameFailover  = "failover"
 )
 
-var allScenarios = []string{scenarioNameApps, scenarioNamePipelines, scenarioNameIngress, scenarioNameMemory, scenarioNameSteady, scenarioNameFailover, scenarioNameConversion}
+var allScenarios = []string{scenarioNameApps, scenarioNamePipelines, scenarioNameIngress, scenarioNameMemory, scenarioNameSteady, scenarioNameFailover, scenarioNameConversion, scenarioNameAdmission}
 
 type config struct {
 	scenarios   []string
@@ -87,6 +87,7 @@ type config struct {
 	failoverSizes                             []int
 	failoverStandby                           []string
 	conversionApps, conversionLists           int
+	admissionCreates                          int
 
 	maxLoad, maxOthers                        float64
 	loadWait                                  time.Duration
@@ -131,6 +132,7 @@ func main() {
 	flag.DurationVar(&cfg.retryPeriod, "retry-period", 2*time.Second, "--leader-elect-retry-period of the failover managers.")
 	flag.IntVar(&cfg.conversionApps, "conversion-apps", 1000, "Apps listed through v1 (converted by the webhook) and v1beta1 in the conversion scenario.")
 	flag.IntVar(&cfg.conversionLists, "conversion-lists", 10, "Lists of all of them timed in each version.")
+	flag.IntVar(&cfg.admissionCreates, "admission-creates", 300, "Sequential App creates timed with the webhooks and again without, in the admission scenario.")
 	flag.IntVar(&cfg.failoverApps, "failover-apps", 20, "Apps created for the failover managers to reconcile (besides whatever exists).")
 	var failoverSizes, failoverStandby string
 	flag.StringVar(&failoverSizes, "failover-sizes", "", "Comma-separated cache sizes (cached objects) at which the failovers are measured, in increasing order; annotated headless Services (each with the Ingress the manager makes) fill the cache up to each. Empty: once, at whatever the other scenarios left.")
@@ -249,6 +251,7 @@ type results struct {
 	steady       *steadyResult
 	failover     *failoverResult
 	conversion   *conversionResult
+	admission    *admissionResult
 	profileNotes string
 }
 
@@ -337,6 +340,13 @@ func run(ctx context.Context, cfg config) error {
 			return fmt.Errorf("conversion: %w", err)
 		}
 		res.conversion = &cr
+	}
+	if cfg.has(scenarioNameAdmission) && cfg.cpuprofile == "" {
+		a, err := scenarioAdmission(ctx, c, cfg, launcher)
+		if err != nil {
+			return fmt.Errorf("admission: %w", err)
+		}
+		res.admission = &a
 	}
 	res.finished = time.Now()
 	return report(ctx, res)

@@ -328,6 +328,10 @@ func markdown(res *results) string {
 	if len(notes) > 0 {
 		fmt.Fprintf(&b, "\nConditions at the start of each measurement: %s.\n", strings.Join(notes, "; "))
 	}
+	if a := res.admission; a != nil {
+		fmt.Fprintf(&b, "\n**Admission latency** (%d sequential App creates each, one client, a webhooks-only manager on loopback, the manifests' webhook configurations pointed at it): "+
+			"with the webhooks %s; without %s; the webhooks add %s.\n", a.creates, a.with, a.without, a.added())
+	}
 	return b.String()
 }
 
