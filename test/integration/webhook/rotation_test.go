@@ -16,12 +16,13 @@ import (
 )
 
 // Rotation lifetimes short enough to rotate several times in one test: the
-// serving certificate is renewed every 4 s; the CA's successor joins the
-// bundle at 15 s and takes over at 20 s; a retired CA leaves at 30 s.
+// serving certificate is renewed every 8 s, 4 s before it expires; the
+// first CA's successor joins the bundle at 24 s and takes over at 32 s; the
+// retired CA leaves at 48 s, when the next successor joins.
 const (
-	rotationCA     = 30 * time.Second
-	rotationCert   = 6 * time.Second
-	streamDuration = 45 * time.Second
+	rotationCA     = 48 * time.Second
+	rotationCert   = 12 * time.Second
+	streamDuration = 60 * time.Second
 	creators       = 3
 )
 
