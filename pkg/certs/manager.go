@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -84,13 +84,22 @@ func NewManager(kube kubernetes.Interface, crds apiextensionsclient.Interface, o
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "webhook-certificates"}),
 	}
-	m.secrets = oneObjectInformer(kube.CoreV1().RESTClient(), "secrets", opts.Namespace, opts.SecretName, &corev1.Secret{})
+	secrets := kube.CoreV1().Secrets(opts.Namespace)
+	m.secrets = oneObjectInformer(opts.SecretName, &corev1.Secret{}, kube,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return secrets.List(ctx, o) },
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return secrets.Watch(ctx, o) })
 
 	admission := kube.AdmissionregistrationV1()
 	for _, name := range opts.Targets.MutatingWebhookConfigurations {
 		m.targets = append(m.targets, &target{
 			kind: "MutatingWebhookConfiguration", name: name,
-			informer: oneObjectInformer(admission.RESTClient(), "mutatingwebhookconfigurations", "", name, &admissionregistrationv1.MutatingWebhookConfiguration{}),
+			informer: oneObjectInformer(name, &admissionregistrationv1.MutatingWebhookConfiguration{}, kube,
+				func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					return admission.MutatingWebhookConfigurations().List(ctx, o)
+				},
+				func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+					return admission.MutatingWebhookConfigurations().Watch(ctx, o)
+				}),
 			bundles: func(o runtime.Object) []*[]byte {
 				return mutatingBundles(o.(*admissionregistrationv1.MutatingWebhookConfiguration))
 			},
@@ -103,7 +112,13 @@ func NewManager(kube kubernetes.Interface, crds apiextensionsclient.Interface, o
 	for _, name := range opts.Targets.ValidatingWebhookConfigurations {
 		m.targets = append(m.targets, &target{
 			kind: "ValidatingWebhookConfiguration", name: name,
-			informer: oneObjectInformer(admission.RESTClient(), "validatingwebhookconfigurations", "", name, &admissionregistrationv1.ValidatingWebhookConfiguration{}),
+			informer: oneObjectInformer(name, &admissionregistrationv1.ValidatingWebhookConfiguration{}, kube,
+				func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					return admission.ValidatingWebhookConfigurations().List(ctx, o)
+				},
+				func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+					return admission.ValidatingWebhookConfigurations().Watch(ctx, o)
+				}),
 			bundles: func(o runtime.Object) []*[]byte {
 				return validatingBundles(o.(*admissionregistrationv1.ValidatingWebhookConfiguration))
 			},
@@ -116,7 +131,13 @@ func NewManager(kube kubernetes.Interface, crds apiextensionsclient.Interface, o
 	for _, name := range opts.Targets.CRDs {
 		m.targets = append(m.targets, &target{
 			kind: "CustomResourceDefinition", name: name,
-			informer: oneObjectInformer(crds.ApiextensionsV1().RESTClient(), "customresourcedefinitions", "", name, &apiextensionsv1.CustomResourceDefinition{}),
+			informer: oneObjectInformer(name, &apiextensionsv1.CustomResourceDefinition{}, crds,
+				func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					return crds.ApiextensionsV1().CustomResourceDefinitions().List(ctx, o)
+				},
+				func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+					return crds.ApiextensionsV1().CustomResourceDefinitions().Watch(ctx, o)
+				}),
 			bundles: func(o runtime.Object) []*[]byte {
 				return crdBundles(o.(*apiextensionsv1.CustomResourceDefinition))
 			},
@@ -145,9 +166,22 @@ const fieldManager = "controller-manager-webhook-certs"
 
 // oneObjectInformer watches the one object named name, so that RBAC can
 // limit list and watch to that name (resourceNames).
-func oneObjectInformer(client rest.Interface, resource, namespace, name string, obj runtime.Object) cache.SharedIndexInformer {
-	lw := cache.NewListWatchFromClient(client, resource, namespace, fields.OneTermEqualSelector("metadata.name", name))
-	return cache.NewSharedIndexInformer(lw, obj, 0, cache.Indexers{})
+func oneObjectInformer(name string, obj runtime.Object, client any,
+	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) cache.SharedIndexInformer {
+	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return list(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return watchFn(ctx, o)
+		},
+	}
+	// client (the clientset) tells whether it supports watch-list (fakes do not).
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), obj, 0, cache.Indexers{})
 }
 
 func (m *Manager) informers() []cache.SharedIndexInformer {
