@@ -30,6 +30,10 @@ type Options struct {
 	Namespace, SecretName string
 	Policy                Policy
 	Targets               Targets
+	// CAConfigMap, when set, names a ConfigMap in Namespace where the CA
+	// bundle is published (key ca-bundle.crt) for clients that verify the
+	// manager, such as Prometheus; it holds no private key.
+	CAConfigMap string
 	// Resync re-checks everything this often even when nothing changed; the
 	// schedule and the watches make it a safety net only. Default 10 minutes.
 	Resync time.Duration
@@ -50,9 +54,10 @@ type Manager struct {
 	content *ServingContent
 	now     func() time.Time
 
-	secrets cache.SharedIndexInformer
-	targets []*target
-	queue   workqueue.TypedRateLimitingInterface[string]
+	secrets    cache.SharedIndexInformer
+	configMaps cache.SharedIndexInformer // nil without Options.CAConfigMap
+	targets    []*target
+	queue      workqueue.TypedRateLimitingInterface[string]
 }
 
 // target is one object whose caBundle the manager keeps.
@@ -89,6 +94,16 @@ func NewManager(kube kubernetes.Interface, crds apiextensionsclient.Interface, o
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return secrets.List(ctx, o) },
 		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return secrets.Watch(ctx, o) })
 
+	if opts.CAConfigMap != "" {
+		configMaps := kube.CoreV1().ConfigMaps(opts.Namespace)
+		m.configMaps = oneObjectInformer(opts.CAConfigMap, &corev1.ConfigMap{}, kube,
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return configMaps.List(ctx, o)
+			},
+			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return configMaps.Watch(ctx, o)
+			})
+	}
 	admission := kube.AdmissionregistrationV1()
 	for _, name := range opts.Targets.MutatingWebhookConfigurations {
 		m.targets = append(m.targets, &target{
@@ -186,6 +201,9 @@ func oneObjectInformer(name string, obj runtime.Object, client any,
 
 func (m *Manager) informers() []cache.SharedIndexInformer {
 	out := []cache.SharedIndexInformer{m.secrets}
+	if m.configMaps != nil {
+		out = append(out, m.configMaps)
+	}
 	for _, t := range m.targets {
 		out = append(out, t.informer)
 	}
@@ -256,6 +274,9 @@ func (m *Manager) sync(ctx context.Context) (time.Duration, error) {
 		if err := m.inject(ctx, t, secret.Data[CABundleKey]); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := m.publishBundle(ctx, secret.Data[CABundleKey]); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
@@ -350,5 +371,49 @@ func (m *Manager) inject(ctx context.Context, t *target, bundle []byte) error {
 		return fmt.Errorf("setting the caBundle of %s %s: %w", t.kind, t.name, err)
 	}
 	klog.FromContext(ctx).Info("Set the caBundle", "kind", t.kind, "name", t.name)
+	return nil
+}
+
+// publishBundle keeps the CA ConfigMap's bundle equal to bundle.
+func (m *Manager) publishBundle(ctx context.Context, bundle []byte) error {
+	if m.configMaps == nil {
+		return nil
+	}
+	client := m.kube.CoreV1().ConfigMaps(m.opts.Namespace)
+	obj, exists, err := m.configMaps.GetStore().GetByKey(m.opts.Namespace + "/" + m.opts.CAConfigMap)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: m.opts.Namespace, Name: m.opts.CAConfigMap,
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "ndsl-controller-manager"},
+			},
+			Data: map[string]string{CABundleKey: string(bundle)},
+		}
+		_, err := client.Create(ctx, cm, metav1.CreateOptions{FieldManager: fieldManager})
+		if apierrors.IsAlreadyExists(err) {
+			return nil // another replica's; its event brings us back here
+		}
+		if err != nil {
+			return fmt.Errorf("publishing the CA bundle: %w", err)
+		}
+		klog.FromContext(ctx).Info("Published the CA bundle", "configMap", klog.KObj(cm))
+		return nil
+	}
+	cm := obj.(*corev1.ConfigMap)
+	if cm.Data[CABundleKey] == string(bundle) {
+		return nil
+	}
+	update := cm.DeepCopy()
+	if update.Data == nil {
+		update.Data = map[string]string{}
+	}
+	update.Data[CABundleKey] = string(bundle)
+	if _, err := client.Update(ctx, update, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+		return fmt.Errorf("publishing the CA bundle: %w", err)
+	}
+	klog.FromContext(ctx).Info("Published the CA bundle", "configMap", klog.KObj(cm))
 	return nil
 }

@@ -42,7 +42,7 @@ func TestManagerIssuesServesAndInjects(t *testing.T) {
 			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}}},
 	)
 	opts := Options{
-		Namespace: "ns", SecretName: "certs", Policy: testPolicy,
+		Namespace: "ns", SecretName: "certs", Policy: testPolicy, CAConfigMap: "ca",
 		Targets: Targets{MutatingWebhookConfigurations: []string{"cfg"}, ValidatingWebhookConfigurations: []string{"cfg"}, CRDs: []string{"converted", "plain"}},
 	}
 	m, err := NewManager(kube, crds, opts)
@@ -58,7 +58,9 @@ func TestManagerIssuesServesAndInjects(t *testing.T) {
 			return false
 		}
 		cert, _ := m.ServingCertificate().CurrentCertKeyContent()
-		return bytes.Equal(cert, secret.Data[TLSCertKey]) && bundlesEqual(ctx, t, kube, crds, secret.Data[CABundleKey])
+		cm, err := kube.CoreV1().ConfigMaps("ns").Get(ctx, "ca", metav1.GetOptions{})
+		return err == nil && cm.Data[CABundleKey] == string(secret.Data[CABundleKey]) &&
+			bytes.Equal(cert, secret.Data[TLSCertKey]) && bundlesEqual(ctx, t, kube, crds, secret.Data[CABundleKey])
 	})
 	if secret.Type != corev1.SecretTypeTLS {
 		t.Errorf("Secret type %q", secret.Type)

@@ -137,6 +137,11 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 			if err != nil {
 				return nil, err
 			}
+			if m.webhooks != nil && m.webhooks.managed != nil && opts.Generic.TLSCertFile == "" {
+				// The manager's own certificate, which names the metrics
+				// Service; the self-signed one until it is loaded.
+				certs = &withFallback{primary: m.webhooks.managed, fallback: certs}
+			}
 			if tlsCfg, err = tlsConfig(ctx, certs); err != nil {
 				return nil, err
 			}

@@ -22,6 +22,9 @@ type webhooks struct {
 	// runCerts keeps the serving certificate current until ctx is done;
 	// nil for mounted files, which the server follows itself.
 	runCerts func(ctx context.Context)
+	// managed is the certificate the manager issues itself; nil when it is
+	// mounted from elsewhere (--webhook-cert-dir).
+	managed *certs.ServingContent
 }
 
 // startWebhooks registers every webhook, chooses where the serving
@@ -50,6 +53,7 @@ func (m *Manager) startWebhooks(ctx context.Context) (*webhooks, error) {
 			return nil, err
 		}
 		content = cm.ServingCertificate()
+		w.managed = cm.ServingCertificate()
 		w.runCerts = cm.Run
 	}
 
@@ -89,7 +93,8 @@ func (m *Manager) newCertManager() (*certs.Manager, error) {
 			CAValidity:   o.CAValidity,
 			CertValidity: o.CertValidity,
 		},
-		Targets: targets,
+		Targets:     targets,
+		CAConfigMap: o.CAConfigMapName,
 	})
 }
 
@@ -108,4 +113,23 @@ func (m *Manager) runWebhookCertificates(ctx context.Context) {
 		return
 	}
 	go m.webhooks.runCerts(klog.NewContext(ctx, klog.LoggerWithName(klog.FromContext(ctx), "webhook-certificates")))
+}
+
+// withFallback is primary's certificate, or fallback's while primary has
+// none: the manager's own certificate for probes and metrics, once the
+// Secret is read, and a self-signed one before (the kubelet's HTTPS probes
+// must get an answer either way).
+type withFallback struct {
+	primary, fallback dynamiccertificates.CertKeyContentProvider
+}
+
+func (c *withFallback) Name() string { return c.primary.Name() + ", else " + c.fallback.Name() }
+
+func (c *withFallback) AddListener(l dynamiccertificates.Listener) { c.primary.AddListener(l) }
+
+func (c *withFallback) CurrentCertKeyContent() ([]byte, []byte) {
+	if cert, key := c.primary.CurrentCertKeyContent(); len(cert) > 0 && len(key) > 0 {
+		return cert, key
+	}
+	return c.fallback.CurrentCertKeyContent()
 }

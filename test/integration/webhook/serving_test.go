@@ -2,6 +2,9 @@ package webhook
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/component-base/metrics/legacyregistry"
 
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/pkg/certs"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
@@ -250,4 +254,41 @@ func TestWebhookDownFailsCleanlyAndRecovers(t *testing.T) {
 	if string(after[certs.TLSCertKey]) != string(before[certs.TLSCertKey]) || string(after[certs.CABundleKey]) != string(before[certs.CABundleKey]) {
 		t.Error("the restarted replica re-issued certificates that were still valid")
 	}
+}
+
+// The HTTPS server of probes and metrics serves the managed certificate,
+// which names the metrics Service, and the CA bundle is published in a
+// ConfigMap: a scraper verifies the manager without skipping verification.
+func TestMetricsServerVerifiesWithThePublishedBundle(t *testing.T) {
+	e := newEnv(t)
+	r := e.startReplicaWith(cp.Config, longCA, longCert, func(o *options.Options) {
+		o.Generic.SecureServing = true
+		o.Webhook.CAConfigMapName = "published-ca"
+	})
+	e.waitReady(r)
+	var bundle []byte
+	framework.Eventually(t, 30*time.Second, "the CA bundle ConfigMap", func(ctx context.Context) (bool, error) {
+		cm, err := cp.Client.CoreV1().ConfigMaps(e.ns).Get(ctx, "published-ca", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		bundle = []byte(cm.Data[certs.CABundleKey])
+		data, err := e.secret(ctx)
+		return err == nil && string(bundle) == string(data[certs.CABundleKey]), err
+	})
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(bundle) {
+		t.Fatal("the published bundle holds no certificate")
+	}
+	metricsHost := "controller-manager-metrics." + e.ns + ".svc"
+	framework.Eventually(t, 30*time.Second, "/readyz over HTTPS verified as "+metricsHost, func(ctx context.Context) (bool, error) {
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: metricsHost}}}
+		res, err := client.Get(r.URL + "/readyz")
+		if err != nil {
+			return false, err
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK, nil
+	})
 }

@@ -243,6 +243,12 @@ type replica struct {
 // 127.0.0.1 (what the URLs name), with ca and cert validities.
 func (e *env) startReplica(cfg *rest.Config, caValidity, certValidity time.Duration) *replica {
 	e.t.Helper()
+	return e.startReplicaWith(cfg, caValidity, certValidity, nil)
+}
+
+// startReplicaWith is startReplica with more options changed by mutate.
+func (e *env) startReplicaWith(cfg *rest.Config, caValidity, certValidity time.Duration, mutate func(*options.Options)) *replica {
+	e.t.Helper()
 	m := framework.StartManager(e.t, cfg, func(o *options.Options) {
 		o.Generic.Controllers = nil
 		o.Webhook = options.DefaultWebhookOptions()
@@ -255,6 +261,9 @@ func (e *env) startReplica(cfg *rest.Config, caValidity, certValidity time.Durat
 		o.Webhook.ConversionCRDs = []string{e.crdName()}
 		o.Webhook.CAValidity = caValidity
 		o.Webhook.CertValidity = certValidity
+		if mutate != nil {
+			mutate(o)
+		}
 	}, app.WithExtraWebhooks(testWebhooks()...))
 	return &replica{Manager: m, addr: m.WebhookAddr().String()}
 }

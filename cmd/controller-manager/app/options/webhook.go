@@ -31,19 +31,27 @@ type WebhookOptions struct {
 	CertValidity      time.Duration
 	ConfigurationName string
 	ConversionCRDs    []string
+	// MetricsServiceName is named by the serving certificate too; the HTTPS
+	// server of probes and metrics serves it once loaded.
+	MetricsServiceName string
+	// CAConfigMapName publishes the CA bundle (no keys) for clients such as
+	// Prometheus; empty publishes none.
+	CAConfigMapName string
 }
 
 // DefaultWebhookOptions are the defaults, matching manifests/.
 func DefaultWebhookOptions() WebhookOptions {
 	return WebhookOptions{
-		Enabled:           true,
-		Port:              9443,
-		SecretName:        "controller-manager-webhook-certs",
-		ServiceName:       "controller-manager-webhook",
-		CAValidity:        365 * 24 * time.Hour,
-		CertValidity:      90 * 24 * time.Hour,
-		ConfigurationName: "ndsl-controller-manager",
-		ConversionCRDs:    []string{"apps.ingress.example.com", "pipelines.distri-infer.ndsl.cn"},
+		Enabled:            true,
+		Port:               9443,
+		SecretName:         "controller-manager-webhook-certs",
+		ServiceName:        "controller-manager-webhook",
+		CAValidity:         365 * 24 * time.Hour,
+		CertValidity:       90 * 24 * time.Hour,
+		ConfigurationName:  "ndsl-controller-manager",
+		ConversionCRDs:     []string{"apps.ingress.example.com", "pipelines.distri-infer.ndsl.cn"},
+		MetricsServiceName: "controller-manager-metrics",
+		CAConfigMapName:    "controller-manager-ca",
 	}
 }
 
@@ -52,16 +60,21 @@ func (o WebhookOptions) Addr() string {
 	return net.JoinHostPort(o.Address, fmt.Sprint(o.Port))
 }
 
-// ServiceDNSNames are the names the API server may use for the Service in
-// namespace, as kubebuilder's certificates list them.
+// ServiceDNSNames are the names clients may use for the webhook Service and
+// the metrics Service in namespace, as kubebuilder's certificates list them.
 func (o WebhookOptions) ServiceDNSNames(namespace string) []string {
-	svc := o.ServiceName
-	return []string{
-		svc + "." + namespace + ".svc",
-		svc + "." + namespace + ".svc.cluster.local",
-		svc + "." + namespace,
-		svc,
+	var names []string
+	for _, svc := range []string{o.ServiceName, o.MetricsServiceName} {
+		if svc == "" {
+			continue
+		}
+		names = append(names,
+			svc+"."+namespace+".svc",
+			svc+"."+namespace+".svc.cluster.local",
+			svc+"."+namespace,
+			svc)
 	}
+	return names
 }
 
 func bindWebhookFlags(o *WebhookOptions, fs *pflag.FlagSet) {
@@ -88,6 +101,10 @@ func bindWebhookFlags(o *WebhookOptions, fs *pflag.FlagSet) {
 		"Name of the MutatingWebhookConfiguration and the ValidatingWebhookConfiguration whose caBundle the manager keeps.")
 	fs.StringSliceVar(&o.ConversionCRDs, "webhook-conversion-crds", o.ConversionCRDs,
 		"CRDs whose conversion webhook caBundle the manager keeps (those with conversion strategy Webhook).")
+	fs.StringVar(&o.MetricsServiceName, "metrics-service", o.MetricsServiceName,
+		"Service in front of --http-address. The managed serving certificate names it too, and with --secure-serving and no --tls-cert-file the HTTPS server serves that certificate once loaded, so scrapers can verify it. Empty: the webhook Service only.")
+	fs.StringVar(&o.CAConfigMapName, "webhook-ca-configmap", o.CAConfigMapName,
+		"ConfigMap, beside the certificate Secret, where the manager publishes its CA bundle (key ca-bundle.crt, no private keys) for clients such as Prometheus. Empty publishes none.")
 }
 
 // Validate returns every problem with the webhook options.
