@@ -221,10 +221,16 @@ func (m *Manager) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting webhook certificate management", "secret", m.opts.Namespace+"/"+m.opts.SecretName, "names", m.opts.Policy.Names)
 
-	synced := make([]cache.InformerSynced, 0, len(m.targets)+1)
 	for _, inf := range m.informers() {
 		go inf.RunWithContext(ctx)
-		synced = append(synced, inf.HasSynced)
+	}
+	// Serving needs the Secret only. A target that cannot be read (not
+	// installed, or no RBAC for it) must not keep the webhooks from being
+	// served: it is skipped until its informer has synced, and its first
+	// objects then trigger a sync.
+	synced := []cache.InformerSynced{m.secrets.HasSynced}
+	if m.configMaps != nil {
+		synced = append(synced, m.configMaps.HasSynced)
 	}
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, synced...) {
 		return
@@ -342,9 +348,13 @@ func (m *Manager) ensureSecret(ctx context.Context, now time.Time) (*corev1.Secr
 	return updated, nil
 }
 
-// trusted tells whether every target that exists already trusts ca.
+// trusted tells whether every target that exists already trusts ca; a
+// target not read yet may exist and counts as not trusting.
 func (m *Manager) trusted(ca *x509.Certificate) bool {
 	for _, t := range m.targets {
+		if !t.informer.HasSynced() {
+			return false
+		}
 		obj, exists, err := t.informer.GetStore().GetByKey(t.name)
 		if err != nil || !exists {
 			continue
@@ -358,6 +368,9 @@ func (m *Manager) trusted(ca *x509.Certificate) bool {
 
 // inject sets the target's bundles to bundle when they differ.
 func (m *Manager) inject(ctx context.Context, t *target, bundle []byte) error {
+	if !t.informer.HasSynced() {
+		return nil
+	}
 	obj, exists, err := t.informer.GetStore().GetByKey(t.name)
 	if err != nil || !exists {
 		return err // a target not installed (yet) is not an error; its creation triggers a sync
