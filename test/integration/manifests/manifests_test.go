@@ -15,8 +15,13 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -75,7 +80,7 @@ func convert(t *testing.T, doc map[string]any, into any) {
 }
 
 func TestEveryKustomizationBuilds(t *testing.T) {
-	for _, dir := range []string{"crd", "rbac", "manager", "default", "overlays/prometheus", "overlays/grafana"} {
+	for _, dir := range []string{"crd", "rbac", "manager", "webhook", "default", "overlays/prometheus", "overlays/grafana", "overlays/cert-manager"} {
 		build(t, dir)
 	}
 }
@@ -200,4 +205,135 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	if checked < len(dash.Panels) {
 		t.Errorf("found only %d metric names in %d panels", checked, len(dash.Panels))
 	}
+}
+
+// The webhooks fail closed, have no side effects, answer fast, match
+// requests in every version, leave the manager's own namespace alone, and
+// reach the manager through a Service that selects its pods' webhook port.
+func TestWebhooksFailClosedAndReachTheManager(t *testing.T) {
+	docs := build(t, "default")
+	var (
+		services   = map[string]corev1.Service{}
+		deployment appsv1.Deployment
+		hooks      []admissionregistrationv1.ValidatingWebhook // the fields both kinds share
+		conversion []apiextensionsv1.CustomResourceDefinition
+	)
+	for _, doc := range docs {
+		switch doc["kind"] {
+		case "Service":
+			var s corev1.Service
+			convert(t, doc, &s)
+			services[s.Name] = s
+		case "Deployment":
+			convert(t, doc, &deployment)
+		case "MutatingWebhookConfiguration":
+			var c admissionregistrationv1.MutatingWebhookConfiguration
+			convert(t, doc, &c)
+			for _, h := range c.Webhooks {
+				if h.ReinvocationPolicy == nil || *h.ReinvocationPolicy != admissionregistrationv1.IfNeededReinvocationPolicy {
+					t.Errorf("mutating webhook %s: reinvocationPolicy %v, want IfNeeded (the mutation is idempotent)", h.Name, h.ReinvocationPolicy)
+				}
+				hooks = append(hooks, admissionregistrationv1.ValidatingWebhook{Name: h.Name, ClientConfig: h.ClientConfig, Rules: h.Rules,
+					FailurePolicy: h.FailurePolicy, MatchPolicy: h.MatchPolicy, NamespaceSelector: h.NamespaceSelector, SideEffects: h.SideEffects,
+					TimeoutSeconds: h.TimeoutSeconds, AdmissionReviewVersions: h.AdmissionReviewVersions})
+			}
+		case "ValidatingWebhookConfiguration":
+			var c admissionregistrationv1.ValidatingWebhookConfiguration
+			convert(t, doc, &c)
+			hooks = append(hooks, c.Webhooks...)
+		case "CustomResourceDefinition":
+			var crd apiextensionsv1.CustomResourceDefinition
+			convert(t, doc, &crd)
+			if crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
+				conversion = append(conversion, crd)
+			}
+		}
+	}
+	if len(hooks) == 0 || len(conversion) == 0 {
+		t.Fatalf("%d admission webhooks and %d CRDs with conversion webhooks in manifests/default", len(hooks), len(conversion))
+	}
+	webhookPort := false
+	for _, c := range deployment.Spec.Template.Spec.Containers {
+		for _, p := range c.Ports {
+			webhookPort = webhookPort || (p.Name == "webhook" && p.ContainerPort == 9443)
+		}
+	}
+	if !webhookPort {
+		t.Error("the Deployment has no container port named webhook (9443)")
+	}
+	checkService := func(what string, ref *admissionregistrationv1.ServiceReference) {
+		if ref == nil {
+			t.Errorf("%s: no clientConfig.service", what)
+			return
+		}
+		svc, ok := services[ref.Name]
+		if !ok || ref.Namespace != "ndsl-system" || svc.Namespace != "ndsl-system" {
+			t.Errorf("%s: Service %s/%s is not installed", what, ref.Namespace, ref.Name)
+			return
+		}
+		port := int32(443)
+		if ref.Port != nil {
+			port = *ref.Port
+		}
+		for _, p := range svc.Spec.Ports {
+			if p.Port == port && p.TargetPort.StrVal == "webhook" {
+				for k, v := range svc.Spec.Selector {
+					if deployment.Spec.Template.Labels[k] != v {
+						t.Errorf("%s: Service %s does not select the manager's pods", what, svc.Name)
+					}
+				}
+				return
+			}
+		}
+		t.Errorf("%s: Service %s has no port %d to the webhook port", what, svc.Name, port)
+	}
+	for _, h := range hooks {
+		if h.FailurePolicy == nil || *h.FailurePolicy != admissionregistrationv1.Fail {
+			t.Errorf("webhook %s: failurePolicy %v, want Fail", h.Name, h.FailurePolicy)
+		}
+		if h.SideEffects == nil || *h.SideEffects != admissionregistrationv1.SideEffectClassNone {
+			t.Errorf("webhook %s: sideEffects %v, want None", h.Name, h.SideEffects)
+		}
+		if h.TimeoutSeconds == nil || *h.TimeoutSeconds > 5 {
+			t.Errorf("webhook %s: timeoutSeconds %v, want at most 5", h.Name, h.TimeoutSeconds)
+		}
+		if h.MatchPolicy == nil || *h.MatchPolicy != admissionregistrationv1.Equivalent {
+			t.Errorf("webhook %s: matchPolicy %v, want Equivalent", h.Name, h.MatchPolicy)
+		}
+		if len(h.AdmissionReviewVersions) != 1 || h.AdmissionReviewVersions[0] != "v1" {
+			t.Errorf("webhook %s: admissionReviewVersions %v, want [v1]", h.Name, h.AdmissionReviewVersions)
+		}
+		if !excludesNamespace(h.NamespaceSelector, "ndsl-system") || !excludesNamespace(h.NamespaceSelector, "kube-system") {
+			t.Errorf("webhook %s: namespaceSelector %v must leave ndsl-system and kube-system out", h.Name, h.NamespaceSelector)
+		}
+		for _, r := range h.Rules {
+			for _, g := range r.APIGroups {
+				if g != "ingress.example.com" && g != "distri-infer.ndsl.cn" {
+					t.Errorf("webhook %s matches group %q: only the manager's own APIs", h.Name, g)
+				}
+			}
+		}
+		checkService("webhook "+h.Name, h.ClientConfig.Service)
+	}
+	for _, crd := range conversion {
+		w := crd.Spec.Conversion.Webhook
+		if w == nil || w.ClientConfig == nil || w.ClientConfig.Service == nil {
+			t.Errorf("CRD %s: conversion webhook without a Service", crd.Name)
+			continue
+		}
+		s := w.ClientConfig.Service
+		checkService("CRD "+crd.Name, &admissionregistrationv1.ServiceReference{Namespace: s.Namespace, Name: s.Name, Path: s.Path, Port: s.Port})
+	}
+}
+
+// excludesNamespace tells whether selector leaves namespace out.
+func excludesNamespace(selector *metav1.LabelSelector, namespace string) bool {
+	if selector == nil {
+		return false
+	}
+	s, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		return false
+	}
+	return !s.Matches(labels.Set{"kubernetes.io/metadata.name": namespace}) && s.Matches(labels.Set{"kubernetes.io/metadata.name": "default"})
 }
