@@ -169,10 +169,13 @@ func workloadImage() string {
 	return "nginx:1.27"
 }
 
-// newApp is an App with replicas of the workload image.
+// newApp is an App with replicas of the workload image and no Ingress. The
+// notes' defaulting webhook inverts enable_ingress when an App is created
+// (on by default) unless the decision is already recorded in its
+// annotation: newApp records it, so the App is stored as written.
 func newApp(name string, replicas int32, service bool) *appv1beta1.App {
 	return &appv1beta1.App{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{appv1beta1.EnableIngressRequestedAnnotation: "false"}},
 		Spec:       appv1beta1.AppSpec{Image: workloadImage(), Replicas: ptr.To(replicas), EnableService: service},
 	}
 }
