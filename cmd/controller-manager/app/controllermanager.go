@@ -94,8 +94,10 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 		return nil, err
 	}
 	m := &Manager{opts: opts, enabled: enabled, status: newManagerStatus(enabled)}
-	// Not ready before the informers it starts at once have synced.
-	m.status.awaitingInformers = !opts.LeaderElection.LeaderElect || opts.HA.Standby == options.StandbyWarm
+	// Not ready before the informers it starts at once have synced. A
+	// webhooks-only process (no controller) starts none.
+	m.status.awaitingInformers = len(enabled) > 0 &&
+		(!opts.LeaderElection.LeaderElect || opts.HA.Standby == options.StandbyWarm)
 	for _, o := range extra {
 		o(m)
 	}
