@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -167,6 +168,12 @@ func workloadImage() string {
 		return img
 	}
 	return "nginx:1.27"
+}
+
+// isWebhookCallFailure reports whether err is the API server's error for a
+// webhook it could not call (as opposed to a webhook's own rejection).
+func isWebhookCallFailure(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "failed calling webhook")
 }
 
 // newApp is an App with replicas of the workload image and no Ingress. The
