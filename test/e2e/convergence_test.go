@@ -91,8 +91,8 @@ func TestSamplesConverge(t *testing.T) {
 				v1Sample.Spec.Steps[i].Image = workloadImage()
 			}
 		}
-		// Converted here as the conversion webhook would: the suite does not
-		// serve webhooks yet.
+		// Converted here as the conversion webhook would: the generated
+		// clientset has no Pipeline v1 client.
 		var sample pipelinev1beta1.Pipeline
 		if err := conversion.V1ToV1beta1(&v1Sample, &sample); err != nil {
 			t.Fatal(err)
