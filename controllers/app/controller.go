@@ -63,7 +63,7 @@ func NewController(
 	opts Options,
 ) (*Controller, error) {
 	c := &Controller{
-		Base:        controller.NewBase(ControllerName, opts.Workers),
+		Base:        controller.NewBase(ControllerName, opts.Workers, opts.Queue),
 		crdClient:   crdClient,
 		recorder:    recorder,
 		opts:        opts,

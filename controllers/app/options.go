@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
 // Options configures the App controller. The manager binds them to flags;
@@ -13,6 +15,9 @@ import (
 type Options struct {
 	// Workers is the number of Apps reconciled at once.
 	Workers int
+	// Queue is the order of the controller's queue; the manager sets it
+	// from --controller-queue. Empty is the priority queue.
+	Queue controller.QueueKind
 	// IngressDomain gives an App's Ingress the host
 	// <app>.<namespace>.<domain>; empty leaves the rule without a host (and
 	// the App without a URL).

@@ -89,7 +89,7 @@ func NewController(
 		// One worker: sweeps never overlap, and ticks during a sweep
 		// coalesce into one more sweep because the queue holds the key
 		// only once.
-		Base:       controller.NewBase(ControllerName, 1),
+		Base:       controller.NewBase(ControllerName, 1, opts.Queue),
 		client:     client,
 		recorder:   recorder,
 		opts:       opts,

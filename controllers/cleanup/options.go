@@ -3,12 +3,17 @@ package cleanup
 import (
 	"fmt"
 	"time"
+
+	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
 // Options configures the Cleanup controller.
 type Options struct {
 	// Interval between sweeps.
 	Interval time.Duration
+	// Queue is the order of the controller's queue; the manager sets it
+	// from --controller-queue. Empty is the priority queue.
+	Queue controller.QueueKind
 	// StalePeriod is how long an object must have been seen stale before it
 	// is removed.
 	StalePeriod time.Duration

@@ -15,7 +15,7 @@ import (
 // most one sweep waits while another runs.
 func TestTicksDuringASweepCoalesce(t *testing.T) {
 	c := &Controller{
-		Base:  controller.NewBase("test-cleanup-coalesce", 1),
+		Base:  controller.NewBase("test-cleanup-coalesce", 1, controller.PriorityQueue),
 		opts:  Options{Interval: time.Millisecond},
 		ticks: make(chan controller.Key, 1),
 	}

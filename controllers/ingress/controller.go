@@ -40,7 +40,7 @@ func NewController(
 	opts Options,
 ) (*Controller, error) {
 	c := &Controller{
-		Base:      controller.NewBase(ControllerName, opts.Workers),
+		Base:      controller.NewBase(ControllerName, opts.Workers, opts.Queue),
 		recorder:  recorder,
 		opts:      opts,
 		services:  services.Lister(),

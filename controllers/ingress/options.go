@@ -1,12 +1,19 @@
 package ingress
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ndsl/controller-manager/pkg/controller"
+)
 
 // Options configures the Ingress controller. The manager binds them to
 // flags; tests set them directly.
 type Options struct {
 	// Workers is the number of concurrent reconciles.
 	Workers int
+	// Queue is the order of the controller's queue; the manager sets it
+	// from --controller-queue. Empty is the priority queue.
+	Queue controller.QueueKind
 	// DefaultClass is the ingress class used when a Service has no
 	// ingress/class annotation; empty leaves the cluster default in charge.
 	DefaultClass string

@@ -91,7 +91,7 @@ func NewController(
 	opts Options,
 ) (*Controller, error) {
 	c := &Controller{
-		Base:            controller.NewBase(ControllerName, opts.Workers),
+		Base:            controller.NewBase(ControllerName, opts.Workers, opts.Queue),
 		kubeClient:      kubeClient,
 		crdClient:       crdClient,
 		recorder:        recorder,
@@ -136,7 +136,7 @@ func NewController(
 	}
 	// Children, mapped to the Pipeline that controls them, after
 	// childBatchPeriod.
-	childHandler := controller.EnqueueControllerOf(batchedQueue{Queue: c.Queue, period: childBatchPeriod}, pipelineGroupKind, true)
+	childHandler := controller.EnqueueControllerOf(controller.Batched(c.Queue, childBatchPeriod), pipelineGroupKind, true)
 	for _, informer := range []cache.SharedIndexInformer{deployments.Informer(), services.Informer(), claims.Informer(), volumes.Informer()} {
 		if _, err := informer.AddEventHandler(childHandler); err != nil {
 			return nil, err
@@ -163,7 +163,7 @@ func NewController(
 // changes. An update that leaves the generation alone changes only status or
 // metadata, most often the controller's own status write: reconciling it at
 // once would only observe the children mid-way and write status again.
-func pipelineHandler(q controller.Queue) cache.ResourceEventHandlerFuncs {
+func pipelineHandler(q controller.Queue) cache.ResourceEventHandlerDetailedFuncs {
 	h := controller.EnqueueObject(q)
 	enqueue := h.UpdateFunc
 	h.UpdateFunc = func(oldObj, newObj any) {
@@ -176,16 +176,6 @@ func pipelineHandler(q controller.Queue) cache.ResourceEventHandlerFuncs {
 	}
 	return h
 }
-
-// batchedQueue adds keys after a period. The delaying queue keeps one
-// pending add per key, so every event within the period joins the first.
-type batchedQueue struct {
-	controller.Queue
-	period time.Duration
-}
-
-// Add schedules key after the period.
-func (q batchedQueue) Add(key controller.Key) { q.AddAfter(key, q.period) }
 
 // indexByNode is the node index function.
 func indexByNode(obj any) ([]string, error) {

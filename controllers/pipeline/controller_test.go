@@ -1,23 +1,19 @@
 package pipeline
 
 import (
-	"context"
 	"slices"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
 func testQueue() controller.Queue {
-	return workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[controller.Key]())
+	return controller.NewQueue("", controller.PriorityQueue)
 }
 
 func drain(q controller.Queue) []string {
@@ -46,31 +42,6 @@ func TestPipelineHandlerSkipsStatusOnlyUpdates(t *testing.T) {
 	h.OnAdd(at("1", 1), false)
 	if got := drain(q); len(got) != 1 { // all three collapse into one key
 		t.Errorf("spec change, resync and add enqueued %v, want [p]", got)
-	}
-}
-
-func TestChildEventsAreBatched(t *testing.T) {
-	q := testQueue()
-	defer q.ShutDown()
-	bq := batchedQueue{Queue: q, period: 50 * time.Millisecond}
-	start := time.Now()
-	for range 3 {
-		bq.Add(controller.Key{Name: "p"})
-	}
-	if q.Len() != 0 {
-		t.Fatal("a child event was not delayed")
-	}
-	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true,
-		func(context.Context) (bool, error) { return q.Len() > 0, nil })
-	if err != nil {
-		t.Fatal("the delayed key never arrived")
-	}
-	if time.Since(start) < 50*time.Millisecond {
-		t.Errorf("arrived after %s, want at least the period", time.Since(start))
-	}
-	// The delaying queue keeps one waiting entry per key: nothing follows.
-	if got := drain(q); len(got) != 1 {
-		t.Errorf("three events in one period gave %v, want one reconcile", got)
 	}
 }
 

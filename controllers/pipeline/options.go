@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
 // Options configures the Pipeline controller. The manager binds them to
@@ -12,6 +14,9 @@ import (
 type Options struct {
 	// Workers is the number of concurrent reconciles.
 	Workers int
+	// Queue is the order of the controller's queue; the manager sets it
+	// from --controller-queue. Empty is the priority queue.
+	Queue controller.QueueKind
 	// DefaultNamespace holds the children of Pipelines whose
 	// spec.namespace is empty.
 	DefaultNamespace string

@@ -32,9 +32,10 @@ type Base struct {
 	Events <-chan Key
 }
 
-// NewBase returns the Base of a controller named name, with its queue.
-func NewBase(name string, workers int) Base {
-	return Base{ControllerName: name, Queue: NewQueue(name), Workers: workers}
+// NewBase returns the Base of a controller named name, with its queue of
+// the given kind (empty: PriorityQueue).
+func NewBase(name string, workers int, queue QueueKind) Base {
+	return Base{ControllerName: name, Queue: NewQueue(name, queue), Workers: workers}
 }
 
 // Name implements the manager's Controller.

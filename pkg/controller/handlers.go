@@ -6,21 +6,44 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ndsl/controller-manager/pkg/controller/priorityqueue"
 )
+
+// The handlers below give every key its priority, so that no controller
+// decides it: a real change (a create seen after the initial list, an update
+// with a new resourceVersion, a delete) is High; the initial list and
+// resyncs are Low.
+
+// addPriority: an object of the informer's initial list was not just created.
+func addPriority(isInInitialList bool) priorityqueue.Priority {
+	if isInInitialList {
+		return PriorityLow
+	}
+	return PriorityHigh
+}
+
+// updatePriority: an update with an unchanged resourceVersion is a resync.
+func updatePriority(oldObj, newObj any) priorityqueue.Priority {
+	if IsResync(oldObj, newObj) {
+		return PriorityLow
+	}
+	return PriorityHigh
+}
 
 // EnqueueObject returns handlers that enqueue the object itself on add,
 // update and delete. Periodic resyncs are NOT skipped: for a controller's
 // primary resource they are the level-triggered safety net.
-func EnqueueObject(q Queue) cache.ResourceEventHandlerFuncs {
-	enqueue := func(obj any) {
+func EnqueueObject(q Queue) cache.ResourceEventHandlerDetailedFuncs {
+	enqueue := func(obj any, p priorityqueue.Priority) {
 		if o, ok := objectMeta(obj); ok {
-			q.Add(cache.MetaObjectToName(o))
+			q.AddWithPriority(cache.MetaObjectToName(o), p)
 		}
 	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, newObj any) { enqueue(newObj) },
-		DeleteFunc: enqueue,
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, isInInitialList bool) { enqueue(obj, addPriority(isInInitialList)) },
+		UpdateFunc: func(oldObj, newObj any) { enqueue(newObj, updatePriority(oldObj, newObj)) },
+		DeleteFunc: func(obj any) { enqueue(obj, PriorityHigh) },
 	}
 }
 
@@ -28,7 +51,7 @@ func EnqueueObject(q Queue) cache.ResourceEventHandlerFuncs {
 // an object when that owner is of ownerKind. Owners of cluster-scoped kinds
 // get an empty namespace in their key. Resync updates are skipped: the
 // owner's own resync covers them.
-func EnqueueControllerOf(q Queue, ownerKind schema.GroupKind, ownerClusterScoped bool) cache.ResourceEventHandlerFuncs {
+func EnqueueControllerOf(q Queue, ownerKind schema.GroupKind, ownerClusterScoped bool) cache.ResourceEventHandlerDetailedFuncs {
 	return EnqueueMapped(q, func(obj metav1.Object) []Key {
 		ref := metav1.GetControllerOfNoCopy(obj)
 		if ref == nil {
@@ -49,24 +72,24 @@ func EnqueueControllerOf(q Queue, ownerKind schema.GroupKind, ownerClusterScoped
 // EnqueueMapped returns handlers that enqueue the keys mapFn returns for the
 // object; on update, for both the old and the new object, so a changed
 // relation reaches both sides. Resync updates are skipped.
-func EnqueueMapped(q Queue, mapFn func(obj metav1.Object) []Key) cache.ResourceEventHandlerFuncs {
-	enqueue := func(obj any) {
+func EnqueueMapped(q Queue, mapFn func(obj metav1.Object) []Key) cache.ResourceEventHandlerDetailedFuncs {
+	enqueue := func(obj any, p priorityqueue.Priority) {
 		if o, ok := objectMeta(obj); ok {
 			for _, key := range mapFn(o) {
-				q.Add(key)
+				q.AddWithPriority(key, p)
 			}
 		}
 	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue,
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, isInInitialList bool) { enqueue(obj, addPriority(isInInitialList)) },
 		UpdateFunc: func(oldObj, newObj any) {
 			if IsResync(oldObj, newObj) {
 				return
 			}
-			enqueue(oldObj)
-			enqueue(newObj)
+			enqueue(oldObj, PriorityHigh)
+			enqueue(newObj, PriorityHigh)
 		},
-		DeleteFunc: enqueue,
+		DeleteFunc: func(obj any) { enqueue(obj, PriorityHigh) },
 	}
 }
 

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -45,7 +46,8 @@ func TestEnqueueObject(t *testing.T) {
 	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: svc("c", "1")})
 	h.OnDelete("not an object") // ignored, no panic
 	got := drain(q)
-	want := []Key{{Namespace: "ns", Name: "a"}, {Namespace: "ns", Name: "b"}, {Namespace: "ns", Name: "c"}}
+	// The resync (b) is kept, behind the real changes.
+	want := []Key{{Namespace: "ns", Name: "a"}, {Namespace: "ns", Name: "c"}, {Namespace: "ns", Name: "b"}}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
@@ -144,5 +146,83 @@ func TestIsControlledBy(t *testing.T) {
 	}
 	if metav1.IsControlledBy(svc("x", "1"), owner) {
 		t.Error("object without owner references counted as controlled")
+	}
+}
+
+// The handlers, not the controllers, decide priorities: keys from real
+// changes are served before the initial list and resyncs.
+func TestHandlersGiveRealChangesPriority(t *testing.T) {
+	q := fastQueue()
+	h := EnqueueObject(q)
+	h.OnAdd(svc("listed1", "1"), true)
+	h.OnAdd(svc("listed2", "1"), true)
+	h.OnUpdate(svc("resynced", "3"), svc("resynced", "3"))
+	h.OnAdd(svc("created", "4"), false)
+	h.OnUpdate(svc("changed", "5"), svc("changed", "6"))
+	h.OnDelete(svc("deleted", "7"))
+	h.OnUpdate(svc("listed2", "1"), svc("listed2", "8")) // a change to a listed key promotes it
+
+	children := EnqueueControllerOf(q, schema.GroupKind{Group: "ingress.example.com", Kind: "App"}, false)
+	children.OnAdd(ownedDeployment("d1", "1", "ingress.example.com/v1beta1", "App", "listed-owner"), true)
+	children.OnUpdate(ownedDeployment("d2", "1", "ingress.example.com/v1beta1", "App", "child-changed"),
+		ownedDeployment("d2", "2", "ingress.example.com/v1beta1", "App", "child-changed"))
+
+	var got []string
+	for _, k := range drain(q) {
+		got = append(got, k.Name)
+	}
+	want := []string{"created", "changed", "deleted", "listed2", "child-changed", "listed1", "resynced", "listed-owner"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("served %v, want %v", got, want)
+	}
+}
+
+func TestFIFOQueueKindIgnoresPriorities(t *testing.T) {
+	q := NewQueue("", FIFOQueue)
+	defer q.ShutDown()
+	h := EnqueueObject(q)
+	h.OnAdd(svc("listed", "1"), true)
+	h.OnAdd(svc("created", "2"), false)
+	if got := drain(q); len(got) != 2 || got[0].Name != "listed" {
+		t.Fatalf("FIFO served %v, want listed first", got)
+	}
+}
+
+func TestValidateQueueKind(t *testing.T) {
+	for _, ok := range []QueueKind{"", PriorityQueue, FIFOQueue} {
+		if err := ValidateQueueKind(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	err := ValidateQueueKind("lifo")
+	if err == nil || err.Error() != `--controller-queue must be one of priority, fifo, got "lifo"` {
+		t.Errorf("lifo: got %v", err)
+	}
+}
+
+func TestBatchedDelaysChangesNotTheInitialList(t *testing.T) {
+	q := fastQueue()
+	defer q.ShutDown()
+	const period = 50 * time.Millisecond
+	bq := Batched(q, period)
+	bq.AddWithPriority(Key{Name: "listed"}, PriorityLow)
+	if q.Len() != 1 {
+		t.Fatal("an initial-list key was delayed")
+	}
+	start := time.Now()
+	for range 3 {
+		bq.AddWithPriority(Key{Name: "p"}, PriorityHigh)
+		bq.Add(Key{Name: "p"})
+	}
+	if q.Len() != 1 {
+		t.Fatal("a change was not delayed")
+	}
+	waitFor(t, "the delayed key", func() bool { return q.Len() == 2 })
+	if time.Since(start) < period {
+		t.Errorf("arrived after %s, want at least the period", time.Since(start))
+	}
+	// One waiting entry per key, and the delayed change comes back at High.
+	if got := drain(q); len(got) != 2 || got[0].Name != "p" || got[1].Name != "listed" {
+		t.Errorf("served %v, want [p listed]: six changes in one period make one reconcile, ahead of the initial list", got)
 	}
 }

@@ -1,32 +1,103 @@
 // Package controller is the thin framework shared by every controller of this
-// manager: a named typed workqueue, the worker loop that drains it, event
-// handlers that feed it, a channel source for generic events, the Base every
+// manager: a named typed workqueue that serves real changes first, the
+// worker loop that drains it, event handlers that feed it and tell it each
+// key's priority, a channel source for generic events, the Base every
 // controller embeds, one generic child adapter that reads children from the
 // cache and writes them with server-side apply, and a consistency store that
 // holds a reconcile back until the informers have observed the previous
-// one's writes. It sits directly on
-// client-go; a reader who knows kubernetes/sample-controller should
-// recognise every piece.
+// one's writes. It sits directly on client-go; a reader who knows
+// kubernetes/sample-controller should recognise every piece.
 package controller
 
 import (
+	"fmt"
+	"strings"
+	"time"
+
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/ndsl/controller-manager/pkg/controller/priorityqueue"
 )
 
 // Key identifies the object a reconcile is about: namespace (empty for
 // cluster-scoped objects) and name.
 type Key = cache.ObjectName
 
-// Queue is the typed rate-limited workqueue every controller owns.
-type Queue = workqueue.TypedRateLimitingInterface[Key]
+// Queue is the typed rate-limited workqueue every controller owns, with
+// adds that say their priority. The event handlers below choose it.
+type Queue = priorityqueue.Interface[Key]
 
-// NewQueue returns a rate-limited queue with client-go's default controller
-// rate limiter (per-item exponential backoff plus an overall token bucket).
-// The name labels the workqueue_* metrics, so it must be unique per manager.
-func NewQueue(name string) Queue {
-	return workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[Key](),
-		workqueue.TypedRateLimitingQueueConfig[Key]{Name: name},
-	)
+// The priorities the event handlers give keys.
+const (
+	// PriorityLow is for keys that re-check what probably has not changed:
+	// the initial list, resyncs, a new leader's pass over its cache.
+	PriorityLow = priorityqueue.Low
+	// PriorityHigh is for keys from a real change; it is what Add means.
+	PriorityHigh = priorityqueue.High
+)
+
+// QueueKind chooses the queue's order (--controller-queue).
+type QueueKind string
+
+const (
+	// PriorityQueue serves keys from real changes before the initial list,
+	// resyncs and takeover passes; FIFO within a priority. The default.
+	PriorityQueue QueueKind = "priority"
+	// FIFOQueue is client-go's plain FIFO, which ignores priorities.
+	FIFOQueue QueueKind = "fifo"
+)
+
+// QueueKinds are the values --controller-queue accepts.
+var QueueKinds = []QueueKind{PriorityQueue, FIFOQueue}
+
+// ValidateQueueKind reports an unknown kind; empty means PriorityQueue.
+func ValidateQueueKind(kind QueueKind) error {
+	switch kind {
+	case "", PriorityQueue, FIFOQueue:
+		return nil
+	}
+	names := make([]string, len(QueueKinds))
+	for i, k := range QueueKinds {
+		names[i] = string(k)
+	}
+	return fmt.Errorf("--controller-queue must be one of %s, got %q", strings.Join(names, ", "), kind)
+}
+
+// NewQueue returns a rate-limited queue of the given kind with client-go's
+// default controller rate limiter (per-item exponential backoff plus an
+// overall token bucket). The name labels the workqueue_* metrics, so it
+// must be unique per manager.
+func NewQueue(name string, kind QueueKind) Queue {
+	cfg := priorityqueue.Config[Key]{
+		Name:        name,
+		RateLimiter: workqueue.DefaultTypedControllerRateLimiter[Key](),
+	}
+	if kind == FIFOQueue {
+		return priorityqueue.NewFIFO(cfg)
+	}
+	return priorityqueue.New(cfg)
+}
+
+// Batched returns q with its high-priority adds delayed by period, so that
+// a burst of changes within the period costs one reconcile: the delaying
+// queue keeps one pending add per key. Low-priority adds (initial list,
+// resyncs) are not delayed: they wait behind real changes anyway.
+func Batched(q Queue, period time.Duration) Queue {
+	return batchedQueue{Queue: q, period: period}
+}
+
+type batchedQueue struct {
+	Queue
+	period time.Duration
+}
+
+func (q batchedQueue) Add(key Key) { q.AddAfter(key, q.period) }
+
+func (q batchedQueue) AddWithPriority(key Key, p priorityqueue.Priority) {
+	if p > PriorityLow {
+		q.AddAfter(key, q.period)
+		return
+	}
+	q.Queue.AddWithPriority(key, p)
 }

@@ -10,11 +10,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/ndsl/controller-manager/pkg/controller/priorityqueue"
 )
 
 func fastQueue() Queue {
-	return workqueue.NewTypedRateLimitingQueue(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[Key](time.Millisecond, 5*time.Millisecond))
+	return priorityqueue.New(priorityqueue.Config[Key]{
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[Key](time.Millisecond, 5*time.Millisecond),
+	})
 }
 
 // calls records how often each key was reconciled.

@@ -36,6 +36,8 @@ func NewRegistry() Registry {
 }
 
 func newIngressController(_ context.Context, cc ControllerContext) (Controller, error) {
+	opts := cc.Options.Ingress
+	opts.Queue = cc.Options.Generic.ControllerQueue
 	client, err := cc.KubeClient(ingress.ControllerName)
 	if err != nil {
 		return nil, err
@@ -45,11 +47,13 @@ func newIngressController(_ context.Context, cc ControllerContext) (Controller, 
 		cc.InformerFactory.Networking().V1().Ingresses(),
 		client,
 		cc.EventRecorder(ingress.ControllerName),
-		cc.Options.Ingress,
+		opts,
 	)
 }
 
 func newCleanupController(_ context.Context, cc ControllerContext) (Controller, error) {
+	opts := cc.Options.Cleanup
+	opts.Queue = cc.Options.Generic.ControllerQueue
 	client, err := metadata.NewForConfig(cc.ClientConfig(cleanup.ControllerName))
 	if err != nil {
 		return nil, err
@@ -59,11 +63,13 @@ func newCleanupController(_ context.Context, cc ControllerContext) (Controller, 
 		cc.InformerFactory.Core().V1().PersistentVolumes(),
 		client,
 		cc.EventRecorder(cleanup.ControllerName),
-		cc.Options.Cleanup,
+		opts,
 	), nil
 }
 
 func newPipelineController(_ context.Context, cc ControllerContext) (Controller, error) {
+	opts := cc.Options.Pipeline
+	opts.Queue = cc.Options.Generic.ControllerQueue
 	kubeClient, err := cc.KubeClient(pipeline.ControllerName)
 	if err != nil {
 		return nil, err
@@ -84,11 +90,13 @@ func newPipelineController(_ context.Context, cc ControllerContext) (Controller,
 		kubeClient,
 		crdClient,
 		cc.EventRecorder(pipeline.ControllerName),
-		cc.Options.Pipeline,
+		opts,
 	)
 }
 
 func newAppController(_ context.Context, cc ControllerContext) (Controller, error) {
+	opts := cc.Options.App
+	opts.Queue = cc.Options.Generic.ControllerQueue
 	kubeClient, err := cc.KubeClient(appcontroller.ControllerName)
 	if err != nil {
 		return nil, err
@@ -105,6 +113,6 @@ func newAppController(_ context.Context, cc ControllerContext) (Controller, erro
 		kubeClient,
 		appClient,
 		cc.EventRecorder(appcontroller.ControllerName),
-		cc.Options.App,
+		opts,
 	)
 }

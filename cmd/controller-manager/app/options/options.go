@@ -19,6 +19,7 @@ import (
 	"github.com/ndsl/controller-manager/controllers/cleanup"
 	"github.com/ndsl/controller-manager/controllers/ingress"
 	"github.com/ndsl/controller-manager/controllers/pipeline"
+	"github.com/ndsl/controller-manager/pkg/controller"
 
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 )
@@ -54,6 +55,8 @@ type GenericOptions struct {
 	TLSKeyFile      string
 	ShutdownTimeout time.Duration
 	MinResyncPeriod time.Duration
+	// ControllerQueue is the order of every controller's queue.
+	ControllerQueue controller.QueueKind
 }
 
 // NewOptions returns the defaults.
@@ -68,6 +71,7 @@ func NewOptions() *Options {
 			SecureServing:   true,
 			ShutdownTimeout: 30 * time.Second,
 			MinResyncPeriod: 12 * time.Hour,
+			ControllerQueue: controller.PriorityQueue,
 		},
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
@@ -119,6 +123,8 @@ func (o *Options) Flags(allControllers, disabledByDefault []string) cliflag.Name
 		"How long reconciles in flight may take to finish on SIGTERM before the lease is released anyway.")
 	fs.DurationVar(&o.Generic.MinResyncPeriod, "min-resync-period", o.Generic.MinResyncPeriod,
 		"Informers resync every period chosen at random between this and twice this.")
+	fs.StringVar((*string)(&o.Generic.ControllerQueue), "controller-queue", string(o.Generic.ControllerQueue),
+		"Order of the controllers' queues: 'priority' serves keys from real changes before keys from the initial list, resyncs and takeover passes; 'fifo' is client-go's plain FIFO.")
 
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fss.FlagSet("leader election"))
 	bindHAFlags(&o.HA, fss.FlagSet("leader election"))
@@ -149,6 +155,9 @@ func (o *Options) Validate() error {
 	}
 	if g.MinResyncPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--min-resync-period must be positive, got %s", g.MinResyncPeriod))
+	}
+	if err := controller.ValidateQueueKind(g.ControllerQueue); err != nil {
+		errs = append(errs, err)
 	}
 	if le := o.LeaderElection; le.LeaderElect {
 		if le.LeaseDuration.Duration <= le.RenewDeadline.Duration {
