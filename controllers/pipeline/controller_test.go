@@ -13,7 +13,7 @@ import (
 )
 
 func testQueue() controller.Queue {
-	return controller.NewQueue("", controller.PriorityQueue)
+	return controller.NewQueue("")
 }
 
 func drain(q controller.Queue) []string {

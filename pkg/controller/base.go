@@ -35,7 +35,7 @@ type Base struct {
 // NewBase returns the Base of a controller named name, with its queue of
 // the given kind (empty: PriorityQueue).
 func NewBase(name string, workers int, queue QueueKind) Base {
-	return Base{ControllerName: name, Queue: NewQueue(name, queue), Workers: workers}
+	return Base{ControllerName: name, Queue: NewQueueOfKind(name, queue), Workers: workers}
 }
 
 // Name implements the manager's Controller.

@@ -178,7 +178,7 @@ func TestHandlersGiveRealChangesPriority(t *testing.T) {
 }
 
 func TestFIFOQueueKindIgnoresPriorities(t *testing.T) {
-	q := NewQueue("", FIFOQueue)
+	q := NewQueueOfKind("", FIFOQueue)
 	defer q.ShutDown()
 	h := EnqueueObject(q)
 	h.OnAdd(svc("listed", "1"), true)

@@ -64,11 +64,14 @@ func ValidateQueueKind(kind QueueKind) error {
 	return fmt.Errorf("--controller-queue must be one of %s, got %q", strings.Join(names, ", "), kind)
 }
 
-// NewQueue returns a rate-limited queue of the given kind with client-go's
-// default controller rate limiter (per-item exponential backoff plus an
-// overall token bucket). The name labels the workqueue_* metrics, so it
-// must be unique per manager.
-func NewQueue(name string, kind QueueKind) Queue {
+// NewQueue returns a rate-limited priority queue with client-go's default
+// controller rate limiter (per-item exponential backoff plus an overall
+// token bucket). The name labels the workqueue_* metrics, so it must be
+// unique per manager.
+func NewQueue(name string) Queue { return NewQueueOfKind(name, PriorityQueue) }
+
+// NewQueueOfKind is NewQueue with the order --controller-queue chose.
+func NewQueueOfKind(name string, kind QueueKind) Queue {
 	cfg := priorityqueue.Config[Key]{
 		Name:        name,
 		RateLimiter: workqueue.DefaultTypedControllerRateLimiter[Key](),

@@ -53,7 +53,7 @@ func (p *probe) registry() app.Registry {
 func (p *probe) Name() string { return p.name }
 
 func (p *probe) Run(ctx context.Context) {
-	queue := controller.NewQueue(p.name+"-"+p.ns, controller.PriorityQueue)
+	queue := controller.NewQueue(p.name + "-" + p.ns)
 	queue.Add(controller.Key{Name: "only"})
 	w := &controller.Worker{Name: p.name, Queue: queue, Reconcile: p.reconcile}
 	w.Run(ctx, 1)
