@@ -384,7 +384,9 @@ func scenarioApps(ctx context.Context, c *cluster, cfg config, m manager) (conve
 // scenarioPipelines: n Pipelines of cfg.steps steps pinned to the kwok
 // nodes, created at once.
 func scenarioPipelines(ctx context.Context, c *cluster, cfg config, m manager) (convergence, error) {
-	const ns = "bench-pipelines"
+	// The controller's default namespace for children (--pipeline-namespace),
+	// which --pipeline-allowed-namespaces always allows.
+	ns := pipeline.DefaultOptions().DefaultNamespace
 	if err := c.createNamespace(ctx, ns); err != nil {
 		return convergence{}, err
 	}

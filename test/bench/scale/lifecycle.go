@@ -113,7 +113,7 @@ func scenarioSteady(ctx context.Context, c *cluster, cfg config, l *e2eframework
 	}
 	begin := time.Now()
 	m, err := startBinaryManager(ctx, l, "steady",
-		append([]string{"--leader-elect=false", "--min-resync-period=" + cfg.resync.String(), "--pipeline-allowed-namespaces=*"}, cfg.managerArgs...)...)
+		append([]string{"--leader-elect=false", "--min-resync-period=" + cfg.resync.String()}, cfg.managerArgs...)...)
 	if err != nil {
 		return res, err
 	}

@@ -367,7 +367,7 @@ func runManagerScenarios(ctx context.Context, c *cluster, cfg config, l *e2efram
 		}
 		m = im
 	} else {
-		bm, err := startBinaryManager(ctx, l, "convergence", append([]string{"--leader-elect=false", "--pipeline-allowed-namespaces=*"}, cfg.managerArgs...)...)
+		bm, err := startBinaryManager(ctx, l, "convergence", append([]string{"--leader-elect=false"}, cfg.managerArgs...)...)
 		if err != nil {
 			return err
 		}
