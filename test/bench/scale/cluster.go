@@ -12,17 +12,21 @@ import (
 	"sync/atomic"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 	"github.com/ndsl/controller-manager/test/integration/framework"
@@ -206,74 +210,44 @@ func (c *cluster) waitQuiet(ctx context.Context, maxRate float64, timeout time.D
 	return rate, nil
 }
 
-// count counts the objects a list call returns, paging through them.
-func count(ctx context.Context, list func(context.Context, metav1.ListOptions) (runtime.Object, error)) (int, error) {
-	total := 0
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		obj, err := list(ctx, opts)
-		if err != nil {
-			return 0, err
-		}
-		items, err := meta.ExtractList(obj)
-		if err != nil {
-			return 0, err
-		}
-		total += len(items)
-		lm, err := meta.ListAccessor(obj)
-		if err != nil {
-			return 0, err
-		}
-		if lm.GetContinue() == "" {
-			return total, nil
-		}
-		opts.Continue = lm.GetContinue()
-	}
+// cachedResources are the resources the manager's informers cache with all
+// default controllers on.
+var cachedResources = []schema.GroupVersionResource{
+	appv1beta1.SchemeGroupVersion.WithResource("apps"),
+	pipelinev1beta1.SchemeGroupVersion.WithResource("pipelines"),
+	appsv1.SchemeGroupVersion.WithResource("deployments"),
+	corev1.SchemeGroupVersion.WithResource("services"),
+	networkingv1.SchemeGroupVersion.WithResource("ingresses"),
+	corev1.SchemeGroupVersion.WithResource("persistentvolumes"),
+	corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"),
+	corev1.SchemeGroupVersion.WithResource("namespaces"),
+	corev1.SchemeGroupVersion.WithResource("nodes"),
 }
 
-// cachedObjects counts, cluster-wide, the objects of every kind the
-// manager's informers cache with all default controllers on.
+// cachedObjects counts, cluster-wide, the objects of every resource the
+// manager caches, by listing their metadata a page at a time.
 func (c *cluster) cachedObjects(ctx context.Context) (int, map[string]int, error) {
-	lists := map[string]func(context.Context, metav1.ListOptions) (runtime.Object, error){
-		"apps": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.crd.AppV1beta1().Apps("").List(ctx, o)
-		},
-		"pipelines": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.crd.PipelineV1beta1().Pipelines().List(ctx, o)
-		},
-		"deployments": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.kube.AppsV1().Deployments("").List(ctx, o)
-		},
-		"services": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.kube.CoreV1().Services("").List(ctx, o)
-		},
-		"ingresses": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.kube.NetworkingV1().Ingresses("").List(ctx, o)
-		},
-		"persistentvolumes": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.kube.CoreV1().PersistentVolumes().List(ctx, o)
-		},
-		"persistentvolumeclaims": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.kube.CoreV1().PersistentVolumeClaims("").List(ctx, o)
-		},
-		"namespaces": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.kube.CoreV1().Namespaces().List(ctx, o)
-		},
-		"nodes": func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.kube.CoreV1().Nodes().List(ctx, o)
-		},
+	client, err := metadata.NewForConfig(c.config)
+	if err != nil {
+		return 0, nil, err
 	}
-	byKind := map[string]int{}
+	byResource := map[string]int{}
 	total := 0
-	for kind, list := range lists {
-		n, err := count(ctx, list)
-		if err != nil {
-			return 0, nil, fmt.Errorf("counting %s: %w", kind, err)
+	for _, gvr := range cachedResources {
+		opts := metav1.ListOptions{Limit: 500}
+		for {
+			l, err := client.Resource(gvr).List(ctx, opts)
+			if err != nil {
+				return 0, nil, fmt.Errorf("counting %s: %w", gvr.Resource, err)
+			}
+			byResource[gvr.Resource] += len(l.Items)
+			total += len(l.Items)
+			if opts.Continue = l.Continue; opts.Continue == "" {
+				break
+			}
 		}
-		byKind[kind] = n
-		total += n
 	}
-	return total, byKind, nil
+	return total, byResource, nil
 }
 
 // eventWrites counts the writes of the manager's event recorder in
