@@ -8,11 +8,16 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/metadata"
 	"k8s.io/utils/ptr"
 
 	"github.com/ndsl/controller-manager/controllers/ingress"
@@ -127,6 +132,14 @@ func (x *runner) steal(ctx context.Context) error {
 	return err
 }
 
+// childResources are the resources the controllers write children of.
+var childResources = map[string]schema.GroupVersionResource{
+	"deployments":            appsv1.SchemeGroupVersion.WithResource("deployments"),
+	"services":               corev1.SchemeGroupVersion.WithResource("services"),
+	"ingresses":              networkingv1.SchemeGroupVersion.WithResource("ingresses"),
+	"persistentvolumeclaims": corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"),
+}
+
 // child is a controller-owned object and its owner.
 type child struct {
 	key   objectKey
@@ -148,42 +161,22 @@ func (x *runner) ownedChildren(ctx context.Context, resource, kind string) ([]ch
 		}
 		out = append(out, child{objectKey{resource, m.GetNamespace(), m.GetName()}, owner})
 	}
-	kube := x.w.c.Kube
-	err := retrying(ctx, "listing "+resource, func(ctx context.Context) error {
+	client, err := metadata.NewForConfig(x.w.c.Config)
+	if err != nil {
+		return nil, err
+	}
+	gvr, ok := childResources[resource]
+	if !ok {
+		return nil, fmt.Errorf("no child resource %q", resource)
+	}
+	err = retrying(ctx, "listing "+resource, func(ctx context.Context) error {
 		out = nil
-		switch resource {
-		case "deployments":
-			l, err := kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			for i := range l.Items {
-				add(&l.Items[i])
-			}
-		case "services":
-			l, err := kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			for i := range l.Items {
-				add(&l.Items[i])
-			}
-		case "ingresses":
-			l, err := kube.NetworkingV1().Ingresses("").List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			for i := range l.Items {
-				add(&l.Items[i])
-			}
-		case "persistentvolumeclaims":
-			l, err := kube.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			for i := range l.Items {
-				add(&l.Items[i])
-			}
+		l, err := client.Resource(gvr).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range l.Items {
+			add(&l.Items[i])
 		}
 		return nil
 	})
