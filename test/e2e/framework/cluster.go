@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
@@ -81,7 +80,26 @@ type Cluster struct {
 // state under dir (empty: a temporary directory); or the cluster of
 // cfg.Kubeconfig.
 func Setup(ctx context.Context, cfg Config, dir string) (*Cluster, error) {
-	logger := klog.FromContext(ctx)
+	if !cfg.UseExistingCluster {
+		return SetupLocal(ctx, controlplane.Options{ControllerManager: true, Scheduler: true, Kwok: true, Dir: dir})
+	}
+	if cfg.Kubeconfig == "" {
+		return nil, fmt.Errorf("%s=true needs $KUBECONFIG", EnvUseExistingCluster)
+	}
+	c, err := newCluster()
+	if err != nil {
+		return nil, err
+	}
+	c.KubeconfigPath = cfg.Kubeconfig
+	if c.Config, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig); err != nil {
+		return nil, fmt.Errorf("loading $KUBECONFIG: %w", err)
+	}
+	c.Config.QPS, c.Config.Burst = 200, 400
+	return c.connect(ctx)
+}
+
+// newCluster finds the repository and kubectl: the local one, else PATH's.
+func newCluster() (*Cluster, error) {
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		return nil, err
@@ -93,31 +111,13 @@ func Setup(ctx context.Context, cfg Config, dir string) (*Cluster, error) {
 			return nil, fmt.Errorf("no kubectl: %w", err)
 		}
 	}
+	return c, nil
+}
 
-	if cfg.UseExistingCluster {
-		if cfg.Kubeconfig == "" {
-			return nil, fmt.Errorf("%s=true needs $KUBECONFIG", EnvUseExistingCluster)
-		}
-		c.KubeconfigPath = cfg.Kubeconfig
-		if c.Config, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig); err != nil {
-			return nil, fmt.Errorf("loading $KUBECONFIG: %w", err)
-		}
-		c.Config.QPS, c.Config.Burst = 200, 400
-	} else {
-		opts := controlplane.Options{ControllerManager: true, Scheduler: true, Kwok: true, Dir: dir}
-		if dir != "" {
-			if err := controlplane.RemoveState(dir); err != nil {
-				return nil, err
-			}
-		}
-		begin := time.Now()
-		if c.ControlPlane, err = controlplane.Start(ctx, opts); err != nil {
-			return nil, err
-		}
-		logger.Info("Local control plane ready", "dir", c.ControlPlane.Dir, "duration", time.Since(begin).Round(time.Millisecond))
-		c.Config = c.ControlPlane.Config
-		c.KubeconfigPath = c.ControlPlane.KubeconfigPath
-	}
+// connect builds the clients for c.Config and finds the Nodes; on failure
+// it stops what c started.
+func (c *Cluster) connect(ctx context.Context) (*Cluster, error) {
+	var err error
 	if c.Kube, err = kubernetes.NewForConfig(c.Config); err == nil {
 		c.Typed, err = versioned.NewForConfig(c.Config)
 	}

@@ -3,13 +3,10 @@ package framework
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 )
 
@@ -21,16 +18,9 @@ func SetupLocal(ctx context.Context, opts controlplane.Options) (*Cluster, error
 	if !opts.ControllerManager || !opts.Scheduler || !opts.Kwok {
 		return nil, fmt.Errorf("a local cluster needs kube-controller-manager, kube-scheduler and kwok in its options")
 	}
-	root, err := controlplane.RepoRoot()
+	c, err := newCluster()
 	if err != nil {
 		return nil, err
-	}
-	c := &Cluster{repoRoot: root}
-	if c.kubectl, err = controlplane.KubectlPath(""); err != nil {
-		var lookErr error
-		if c.kubectl, lookErr = exec.LookPath("kubectl"); lookErr != nil {
-			return nil, fmt.Errorf("no kubectl: %w", err)
-		}
 	}
 	if opts.Dir != "" {
 		if err := controlplane.RemoveState(opts.Dir); err != nil {
@@ -44,15 +34,5 @@ func SetupLocal(ctx context.Context, opts controlplane.Options) (*Cluster, error
 	klog.FromContext(ctx).Info("Local control plane ready", "dir", c.ControlPlane.Dir, "duration", time.Since(begin).Round(time.Millisecond))
 	c.Config = c.ControlPlane.Config
 	c.KubeconfigPath = c.ControlPlane.KubeconfigPath
-	if c.Kube, err = kubernetes.NewForConfig(c.Config); err == nil {
-		c.Typed, err = versioned.NewForConfig(c.Config)
-	}
-	if err == nil {
-		err = c.findNodes(ctx)
-	}
-	if err != nil {
-		_ = c.Stop()
-		return nil, err
-	}
-	return c, nil
+	return c.connect(ctx)
 }
