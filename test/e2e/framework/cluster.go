@@ -5,16 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +20,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
@@ -205,7 +201,7 @@ func (c *Cluster) InstallManifests(ctx context.Context) error {
 	if _, err := c.Kubectl(ctx, "apply", "-k", "manifests/default"); err != nil {
 		return err
 	}
-	names, err := c.crdNames()
+	crds, err := controlplane.CRDs()
 	if err != nil {
 		return err
 	}
@@ -213,52 +209,11 @@ func (c *Cluster) InstallManifests(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range names {
-		err := wait.PollUntilContextTimeout(ctx, pollInterval, time.Minute, true, func(ctx context.Context) (bool, error) {
-			crd, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			for _, cond := range crd.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("waiting for CRD %s to be established: %w", name, err)
-		}
-	}
-	return nil
-}
-
-// crdNames reads the names of the CRDs manifests/crd installs.
-func (c *Cluster) crdNames() ([]string, error) {
-	dir := filepath.Join(c.repoRoot, "manifests", "crd")
-	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	var kustomization struct {
-		Resources []string `json:"resources"`
-	}
-	if err := yaml.Unmarshal(data, &kustomization); err != nil {
-		return nil, fmt.Errorf("parsing manifests/crd/kustomization.yaml: %w", err)
-	}
 	var names []string
-	for _, file := range kustomization.Resources {
-		data, err := os.ReadFile(filepath.Join(dir, file))
-		if err != nil {
-			return nil, err
-		}
-		var crd metav1.PartialObjectMetadata
-		if err := yaml.Unmarshal(data, &crd); err != nil {
-			return nil, fmt.Errorf("parsing %s: %w", file, err)
-		}
+	for _, crd := range crds {
 		names = append(names, crd.Name)
 	}
-	return names, nil
+	return controlplane.WaitForCRDs(ctx, client, time.Minute, names...)
 }
 
 // ScaleInClusterManager scales the manifests' Deployment and waits until the

@@ -91,7 +91,7 @@ func TestSampleConverges(t *testing.T) {
 }
 
 func TestIngressWithoutServiceIsRejected(t *testing.T) {
-	installCRDs(t)
+	framework.RequireCRDs(t, cp.Config)
 	ns := framework.CreateNamespace(t, cp.Client)
 	typed, err := versioned.NewForConfig(cp.Config)
 	if err != nil {

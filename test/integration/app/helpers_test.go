@@ -51,7 +51,7 @@ func setup(t *testing.T, managerConfig func(ns string) *rest.Config) *env {
 // setupWith is setup with mutate changing the manager's options further.
 func setupWith(t *testing.T, managerConfig func(ns string) *rest.Config, mutate func(*options.Options)) *env {
 	t.Helper()
-	installCRDs(t)
+	framework.RequireCRDs(t, cp.Config)
 	ns := framework.CreateNamespace(t, cp.Client)
 	t.Cleanup(func() { _ = cp.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 	typed, err := versioned.NewForConfig(cp.Config)

@@ -139,7 +139,7 @@ var orphans = []struct{ kind, name string }{
 
 // The sweeper runs as a ServiceAccount with only the shipped ClusterRole.
 func TestOrphansAreRemovedAfterTheStalePeriodOnly(t *testing.T) {
-	installCRDs(t)
+	framework.RequireCRDs(t, cp.Config)
 	client := cp.Client
 	f := newFamily(t, client)
 	cfg := framework.ServiceAccountWithClusterRoles(t, cp, f.ns, "rbac/cleanup-controller.yaml")
@@ -173,7 +173,7 @@ func TestOrphansAreRemovedAfterTheStalePeriodOnly(t *testing.T) {
 }
 
 func TestDryRunRemovesNothingButReports(t *testing.T) {
-	installCRDs(t)
+	framework.RequireCRDs(t, cp.Config)
 	client := cp.Client
 	f := newFamily(t, client)
 	m := framework.StartManager(t, cp.Config, sweeper(true))
@@ -199,7 +199,7 @@ func TestDryRunRemovesNothingButReports(t *testing.T) {
 }
 
 func TestDisabledByDefault(t *testing.T) {
-	installCRDs(t)
+	framework.RequireCRDs(t, cp.Config)
 	running := func(controllers ...string) []string {
 		m := framework.StartManager(t, cp.Config, func(o *options.Options) { o.Generic.Controllers = controllers })
 		var names []string

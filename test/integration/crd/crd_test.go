@@ -15,7 +15,6 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -519,42 +518,12 @@ func walk(obj map[string]any, path []any) (any, any) {
 // waits until they are established.
 func installCRDs(ctx context.Context, t *testing.T) {
 	t.Helper()
-	cs, err := apiextensionsclient.NewForConfig(cp.Config)
+	crds, err := controlplane.CRDs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kustomization struct {
-		Resources []string `json:"resources"`
-	}
-	if err := yaml.Unmarshal(readFile(t, "manifests", "crd", "kustomization.yaml"), &kustomization); err != nil {
+	if err := controlplane.InstallCRDs(ctx, cp.Config, crds); err != nil {
 		t.Fatal(err)
-	}
-	if len(kustomization.Resources) == 0 {
-		t.Fatal("manifests/crd/kustomization.yaml lists no resources")
-	}
-	for _, file := range kustomization.Resources {
-		crd := readCRD(t, file)
-		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("creating CRD %s: %v", crd.Name, err)
-		}
-		err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.NamesAccepted && cond.Status == apiextensionsv1.ConditionFalse {
-					return false, fmt.Errorf("names of CRD %s not accepted: %s", crd.Name, cond.Message)
-				}
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			t.Fatalf("waiting for CRD %s to be established: %v", crd.Name, err)
-		}
 	}
 }
 
