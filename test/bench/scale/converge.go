@@ -282,50 +282,50 @@ func pipelineConverged(p *pipelinev1beta1.Pipeline) (converged, ready bool) {
 // watchApps feeds t from the Apps of namespace until ctx ends.
 func watchApps(ctx context.Context, c *cluster, ns string, t *tracker) {
 	factory := crdinformers.NewSharedInformerFactoryWithOptions(c.crd, 0, crdinformers.WithNamespace(ns))
-	observe := func(obj any) {
-		if a, ok := obj.(*appv1beta1.App); ok {
-			conv, ready := appConverged(a)
-			t.observe(a.Name, conv, ready)
-		}
-	}
-	_, _ = factory.App().V1beta1().Apps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: observe, UpdateFunc: func(_, obj any) { observe(obj) },
+	feed(ctx, factory, factory.App().V1beta1().Apps().Informer(), func(a *appv1beta1.App) {
+		conv, ready := appConverged(a)
+		t.observe(a.Name, conv, ready)
 	})
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	go func() { <-ctx.Done(); factory.Shutdown() }()
 }
 
 // watchPipelines feeds t from the Pipelines labelled with phase.
 func watchPipelines(ctx context.Context, c *cluster, phase string, t *tracker) {
 	factory := crdinformers.NewSharedInformerFactoryWithOptions(c.crd, 0,
 		crdinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = benchLabel + "=" + phase }))
-	observe := func(obj any) {
-		if p, ok := obj.(*pipelinev1beta1.Pipeline); ok {
-			conv, ready := pipelineConverged(p)
-			t.observe(p.Name, conv, ready)
-		}
-	}
-	_, _ = factory.Pipeline().V1beta1().Pipelines().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: observe, UpdateFunc: func(_, obj any) { observe(obj) },
+	feed(ctx, factory, factory.Pipeline().V1beta1().Pipelines().Informer(), func(p *pipelinev1beta1.Pipeline) {
+		conv, ready := pipelineConverged(p)
+		t.observe(p.Name, conv, ready)
 	})
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	go func() { <-ctx.Done(); factory.Shutdown() }()
 }
 
 // watchIngresses feeds t from the Ingresses of namespace: one that exists
 // has converged (it has no status to wait for).
 func watchIngresses(ctx context.Context, c *cluster, ns string, t *tracker) {
 	factory := kubeinformers.NewSharedInformerFactoryWithOptions(c.kube, 0, kubeinformers.WithNamespace(ns))
-	observe := func(obj any) {
-		if ing, ok := obj.(*networkingv1.Ingress); ok {
-			t.observe(ing.Name, true, true)
+	feed(ctx, factory, factory.Networking().V1().Ingresses().Informer(), func(ing *networkingv1.Ingress) {
+		t.observe(ing.Name, true, true)
+	})
+}
+
+// informerFactory is what feed needs of a generated informer factory.
+type informerFactory interface {
+	Start(stopCh <-chan struct{})
+	Shutdown()
+}
+
+// feed passes every T that informer adds or updates to observe, from
+// factory started now until ctx ends, and returns once the cache is synced.
+func feed[T any](ctx context.Context, factory informerFactory, informer cache.SharedIndexInformer, observe func(T)) {
+	handle := func(obj any) {
+		if o, ok := obj.(T); ok {
+			observe(o)
 		}
 	}
-	_, _ = factory.Networking().V1().Ingresses().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: observe})
+	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: handle, UpdateFunc: func(_, obj any) { handle(obj) },
+	})
 	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), informer.HasSynced)
 	go func() { <-ctx.Done(); factory.Shutdown() }()
 }
 
@@ -351,17 +351,25 @@ func managedCount(ctx context.Context, c *cluster, ns string) (deployments, serv
 	return len(d.Items), len(s.Items), len(i.Items), len(p.Items), nil
 }
 
-// scenarioApps: n Apps with Service and Ingress, created at once.
-func scenarioApps(ctx context.Context, c *cluster, cfg config, m manager) (convergence, error) {
-	const ns = "bench-apps"
+// createAndMeasure creates namespace ns, starts watch feeding a tracker of n
+// parents, and measures the convergence of the n parents create makes.
+func createAndMeasure(ctx context.Context, c *cluster, cfg config, name string, m manager, ns string, n int,
+	watch func(context.Context, *tracker), waitReady bool, create func(context.Context, int) error) (convergence, error) {
 	if err := c.createNamespace(ctx, ns); err != nil {
 		return convergence{}, err
 	}
 	watchCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	t := newTracker(cfg.apps)
-	watchApps(watchCtx, c, ns, t)
-	res, err := measureConvergence(ctx, c, cfg, scenarioNameApps, m, t, true, func(ctx context.Context, i int) error {
+	t := newTracker(n)
+	watch(watchCtx, t)
+	return measureConvergence(ctx, c, cfg, name, m, t, waitReady, create)
+}
+
+// scenarioApps: n Apps with Service and Ingress, created at once.
+func scenarioApps(ctx context.Context, c *cluster, cfg config, m manager) (convergence, error) {
+	const ns = "bench-apps"
+	watch := func(ctx context.Context, t *tracker) { watchApps(ctx, c, ns, t) }
+	res, err := createAndMeasure(ctx, c, cfg, scenarioNameApps, m, ns, cfg.apps, watch, true, func(ctx context.Context, i int) error {
 		_, err := c.crd.AppV1beta1().Apps(ns).Create(ctx, newApp(i, 1), metav1.CreateOptions{})
 		return err
 	})
@@ -387,14 +395,8 @@ func scenarioPipelines(ctx context.Context, c *cluster, cfg config, m manager) (
 	// The controller's default namespace for children (--pipeline-namespace),
 	// which --pipeline-allowed-namespaces always allows.
 	ns := pipeline.DefaultOptions().DefaultNamespace
-	if err := c.createNamespace(ctx, ns); err != nil {
-		return convergence{}, err
-	}
-	watchCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	t := newTracker(cfg.pipelines)
-	watchPipelines(watchCtx, c, "mgr", t)
-	res, err := measureConvergence(ctx, c, cfg, scenarioNamePipelines, m, t, true, func(ctx context.Context, i int) error {
+	watch := func(ctx context.Context, t *tracker) { watchPipelines(ctx, c, "mgr", t) }
+	res, err := createAndMeasure(ctx, c, cfg, scenarioNamePipelines, m, ns, cfg.pipelines, watch, true, func(ctx context.Context, i int) error {
 		_, err := c.crd.PipelineV1beta1().Pipelines().Create(ctx, newPipeline("mgr", i, cfg.steps, ns, c.nodes), metav1.CreateOptions{})
 		return err
 	})
@@ -423,14 +425,8 @@ func scenarioPipelines(ctx context.Context, c *cluster, cfg config, m manager) (
 // scenarioIngress: n annotated headless Services, created at once.
 func scenarioIngress(ctx context.Context, c *cluster, cfg config, m manager) (convergence, error) {
 	const ns = "bench-ingress"
-	if err := c.createNamespace(ctx, ns); err != nil {
-		return convergence{}, err
-	}
-	watchCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	t := newTracker(cfg.services)
-	watchIngresses(watchCtx, c, ns, t)
-	res, err := measureConvergence(ctx, c, cfg, scenarioNameIngress, m, t, false, func(ctx context.Context, i int) error {
+	watch := func(ctx context.Context, t *tracker) { watchIngresses(ctx, c, ns, t) }
+	res, err := createAndMeasure(ctx, c, cfg, scenarioNameIngress, m, ns, cfg.services, watch, false, func(ctx context.Context, i int) error {
 		_, err := c.kube.CoreV1().Services(ns).Create(ctx, newIngressService(i), metav1.CreateOptions{})
 		return err
 	})
