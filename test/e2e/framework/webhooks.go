@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 	"github.com/ndsl/controller-manager/pkg/testing/webhookurl"
 )
 
@@ -31,7 +32,7 @@ func (c *Cluster) PointWebhooksAt(ctx context.Context, base string) error {
 	if err != nil {
 		return err
 	}
-	crds, err := c.crdNames()
+	crds, err := controlplane.CRDs()
 	if err != nil {
 		return err
 	}
@@ -39,11 +40,11 @@ func (c *Cluster) PointWebhooksAt(ctx context.Context, base string) error {
 		gvr  schema.GroupVersionResource
 		name string
 	}{{mutatingGVR, WebhookConfigurationName}, {validatingGVR, WebhookConfigurationName}}
-	for _, name := range crds {
+	for _, crd := range crds {
 		targets = append(targets, struct {
 			gvr  schema.GroupVersionResource
 			name string
-		}{crdGVR, name})
+		}{crdGVR, crd.Name})
 	}
 	for _, tg := range targets {
 		obj, err := dyn.Resource(tg.gvr).Get(ctx, tg.name, metav1.GetOptions{})
