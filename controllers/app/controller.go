@@ -92,18 +92,18 @@ func NewController(
 	}, "Giving up after repeated failures until the App or a child changes")
 
 	// Apps, resyncs included: a periodic resync re-checks every App.
-	if _, err := apps.Informer().AddEventHandler(controller.EnqueueObject(c.Queue)); err != nil {
+	if err := c.Handle(apps.Informer(), controller.EnqueueObject(c.Queue)); err != nil {
 		return nil, err
 	}
 	// Children, mapped to the App that controls them.
 	owner := appv1beta1.SchemeGroupVersion.WithKind("App").GroupKind()
 	for _, informer := range []cache.SharedIndexInformer{deployments.Informer(), services.Informer(), ingresses.Informer()} {
-		if _, err := informer.AddEventHandler(controller.EnqueueControllerOf(c.Queue, owner, false)); err != nil {
+		if err := c.Handle(informer, controller.EnqueueControllerOf(c.Queue, owner, false)); err != nil {
 			return nil, err
 		}
 		// A same-name object the App does not control blocks its child,
 		// maybe past the App's retry budget: its going unblocks the App.
-		if _, err := informer.AddEventHandler(controller.EnqueueUnblocked(c.Queue, c.appNamed)); err != nil {
+		if err := c.Handle(informer, controller.EnqueueUnblocked(c.Queue, c.appNamed)); err != nil {
 			return nil, err
 		}
 	}

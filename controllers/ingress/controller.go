@@ -55,16 +55,16 @@ func NewController(
 
 	// Every Service: one that lost its annotation may still own an Ingress
 	// to delete, and resyncs re-check every Service against its Ingress.
-	if _, err := services.Informer().AddEventHandler(controller.EnqueueObject(c.Queue)); err != nil {
+	if err := c.Handle(services.Informer(), controller.EnqueueObject(c.Queue)); err != nil {
 		return nil, err
 	}
-	if _, err := ingresses.Informer().AddEventHandler(
+	if err := c.Handle(ingresses.Informer(),
 		controller.EnqueueControllerOf(c.Queue, schema.GroupKind{Kind: "Service"}, false)); err != nil {
 		return nil, err
 	}
 	// A same-name Ingress the Service does not control blocks its own,
 	// maybe past the Service's retry budget: its going unblocks the Service.
-	if _, err := ingresses.Informer().AddEventHandler(controller.EnqueueUnblocked(c.Queue, c.serviceNamed)); err != nil {
+	if err := c.Handle(ingresses.Informer(), controller.EnqueueUnblocked(c.Queue, c.serviceNamed)); err != nil {
 		return nil, err
 	}
 	return c, nil

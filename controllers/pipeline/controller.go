@@ -125,20 +125,20 @@ func NewController(
 		return c.pipelines.Get(key.Name)
 	}, "Giving up after repeated failures until the Pipeline or a child changes")
 
-	if err := pipelines.Informer().AddIndexers(cache.Indexers{
+	if err := addMissingIndexers(pipelines.Informer(), cache.Indexers{
 		nodeIndex:      indexByNode,
 		namespaceIndex: indexByNamespace(opts.DefaultNamespace),
 	}); err != nil {
 		return nil, fmt.Errorf("adding the node and namespace indexes to the Pipeline informer: %w", err)
 	}
-	if _, err := pipelines.Informer().AddEventHandler(pipelineHandler(c.Queue)); err != nil {
+	if err := c.Handle(pipelines.Informer(), pipelineHandler(c.Queue)); err != nil {
 		return nil, err
 	}
 	// Children, mapped to the Pipeline that controls them, after
 	// childBatchPeriod.
 	childHandler := controller.EnqueueControllerOf(controller.Batched(c.Queue, childBatchPeriod), pipelineGroupKind, true)
 	for _, informer := range []cache.SharedIndexInformer{deployments.Informer(), services.Informer(), claims.Informer(), volumes.Informer()} {
-		if _, err := informer.AddEventHandler(childHandler); err != nil {
+		if err := c.Handle(informer, childHandler); err != nil {
 			return nil, err
 		}
 	}
@@ -146,14 +146,14 @@ func NewController(
 	// status heartbeats do not, so updates are not mapped.
 	nodeHandler := controller.EnqueueMapped(c.Queue, c.pipelinesOnNode)
 	nodeHandler.UpdateFunc = nil
-	if _, err := nodes.Informer().AddEventHandler(nodeHandler); err != nil {
+	if err := c.Handle(nodes.Informer(), nodeHandler); err != nil {
 		return nil, err
 	}
 	// A terminating namespace blocks the Pipelines that target it, maybe
 	// past their retry budget: its deletion unblocks them.
 	namespaceHandler := controller.EnqueueMapped(c.Queue, c.pipelinesInNamespace)
 	namespaceHandler.AddFunc, namespaceHandler.UpdateFunc = nil, nil
-	if _, err := namespaces.Informer().AddEventHandler(namespaceHandler); err != nil {
+	if err := c.Handle(namespaces.Informer(), namespaceHandler); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -226,4 +226,22 @@ func (c *Controller) pipelinesInNamespace(ns metav1.Object) []controller.Key {
 		}
 	}
 	return keys
+}
+
+// addMissingIndexers adds the indexers the shared informer does not have
+// yet. A controller rebuilt on the same informers (per-controller mode,
+// after losing its Lease) finds its own from before, and adding an index
+// twice is an error.
+func addMissingIndexers(informer cache.SharedIndexInformer, indexers cache.Indexers) error {
+	have := informer.GetIndexer().GetIndexers()
+	missing := cache.Indexers{}
+	for name, f := range indexers {
+		if _, ok := have[name]; !ok {
+			missing[name] = f
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return informer.AddIndexers(missing)
 }

@@ -30,6 +30,36 @@ type Base struct {
 	// Events, when set, is a generic-event source: the keys sent to it
 	// (with TrySend) are reconciled like those of watch events.
 	Events <-chan Key
+
+	// handlers are the registrations made through Handle.
+	handlers []registration
+}
+
+type registration struct {
+	informer cache.SharedInformer
+	handle   cache.ResourceEventHandlerRegistration
+}
+
+// Handle registers handler on a shared informer for as long as the
+// controller lives: Run removes it when it returns. A controller rebuilt on
+// the same informers (per-controller mode, after losing its Lease) thus
+// leaves no handler of its stopped self behind, feeding a dead queue.
+func (b *Base) Handle(informer cache.SharedInformer, handler cache.ResourceEventHandler) error {
+	handle, err := informer.AddEventHandler(handler)
+	if err != nil {
+		return err
+	}
+	b.handlers = append(b.handlers, registration{informer: informer, handle: handle})
+	return nil
+}
+
+// removeHandlers undoes every Handle.
+func (b *Base) removeHandlers() {
+	for _, r := range b.handlers {
+		// Fails only for a handle of another informer, which Handle never makes.
+		_ = r.informer.RemoveEventHandler(r.handle)
+	}
+	b.handlers = nil
 }
 
 // NewBase returns the Base of a controller named name, with its queue of
@@ -44,8 +74,11 @@ func (b *Base) Name() string { return b.ControllerName }
 // QueueLen reports the queue depth for /debug/controllers.
 func (b *Base) QueueLen() int { return b.Queue.Len() }
 
-// Run waits for the caches, then reconciles until ctx is done.
+// Run waits for the caches, then reconciles until ctx is done. A
+// controller runs once: when Run returns its handlers are gone and its
+// queue is shut down.
 func (b *Base) Run(ctx context.Context) {
+	defer b.removeHandlers()
 	defer b.Queue.ShutDown()
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, b.Synced...) {
 		return

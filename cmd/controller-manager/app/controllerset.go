@@ -27,8 +27,10 @@ type controllerSet struct {
 	events map[string]func()
 	stop   func()
 
-	mu           sync.Mutex
-	broadcasters []record.EventBroadcaster
+	mu sync.Mutex
+	// broadcasters are each controller's Event broadcaster: the one of its
+	// latest build.
+	broadcasters map[string]record.EventBroadcaster
 }
 
 // startControllers builds every enabled controller (registering its
@@ -44,7 +46,8 @@ func (m *Manager) startControllers(ctx context.Context, guardFor func(controller
 	if err != nil {
 		return nil, err
 	}
-	set := &controllerSet{m: m, logger: klog.FromContext(ctx), cc: cc, guardFor: guardFor, events: map[string]func(){}}
+	set := &controllerSet{m: m, logger: klog.FromContext(ctx), cc: cc, guardFor: guardFor,
+		events: map[string]func(){}, broadcasters: map[string]record.EventBroadcaster{}}
 	for _, d := range m.enabled {
 		c, err := set.build(ctx, d)
 		if err != nil {
@@ -98,7 +101,12 @@ func (s *controllerSet) build(ctx context.Context, d ControllerDescriptor) (Cont
 	}
 	broadcaster := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
 	s.mu.Lock()
-	s.broadcasters = append(s.broadcasters, broadcaster)
+	// A rebuild (per-controller mode, after a lost Lease) replaces a
+	// stopped controller, whose Events are no longer recorded.
+	if old, ok := s.broadcasters[d.Name]; ok {
+		old.Shutdown()
+	}
+	s.broadcasters[d.Name] = broadcaster
 	s.mu.Unlock()
 	cc.recorders = func(component string) record.EventRecorder {
 		return broadcaster.NewRecorder(Scheme, corev1.EventSource{Component: component})
@@ -134,8 +142,8 @@ func (s *controllerSet) startEvents(controllers []Controller) {
 func (s *controllerSet) shutdownEvents() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, b := range s.broadcasters {
+	for name, b := range s.broadcasters {
 		b.Shutdown()
+		delete(s.broadcasters, name)
 	}
-	s.broadcasters = nil
 }
