@@ -1,8 +1,8 @@
 // Package cleanup is the Cleanup controller: a sweeper driven not by watches
 // but by a ticker that pushes a generic event into a channel. Each sweep
-// removes what this manager left behind: children orphaned from their
-// controller, and model-storage PVs whose claim is gone. Nothing is removed
-// before it has been seen stale for the stale period.
+// removes what this manager left behind: children, model-storage PVs
+// included, whose controller is gone. Nothing is removed before it has been
+// seen stale for the stale period.
 package cleanup
 
 import (
@@ -58,7 +58,6 @@ type Controller struct {
 	dependents map[trackedKind]cache.GenericLister
 	owners     map[schema.GroupKind]cache.GenericLister
 	pvs        corelisters.PersistentVolumeLister
-	pvcs       cache.GenericLister
 
 	// ticks is the generic-event channel the ticker feeds (Base.Events).
 	ticks chan controller.Key
@@ -104,9 +103,6 @@ func NewController(
 		inf := metadataInformers.ForResource(k.resource)
 		c.dependents[k] = inf.Lister()
 		c.Synced = append(c.Synced, inf.Informer().HasSynced)
-		if k.resource.Resource == "persistentvolumeclaims" {
-			c.pvcs = inf.Lister()
-		}
 	}
 	for gk, o := range ownerKinds {
 		inf := metadataInformers.ForResource(o.resource)

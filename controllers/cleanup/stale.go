@@ -1,7 +1,6 @@
 package cleanup
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,14 +23,17 @@ func sweepable(obj metav1.Object) bool {
 		obj.GetAnnotations()[KeepAnnotation] != "true"
 }
 
-// orphanReason says why obj has lost its controller, or "" when it has not:
-// either it has no controller reference (left by `kubectl delete
-// --cascade=orphan`), or its controller of a known kind is gone or was
-// replaced by a new object of the same name.
+// orphanReason says why obj has lost its controller, or "" when it has not.
+// The sweeper removes only what still names a controller of a known kind
+// that is gone or was replaced by a new object of the same name. An object
+// without a controller reference is left alone: `kubectl delete
+// --cascade=orphan` gets the garbage collector to remove the owner's
+// references from its dependents before the owner goes, so such an object
+// was orphaned on purpose (or was never ours to judge).
 func orphanReason(obj metav1.Object, lookup ownerLookup) string {
 	ref := metav1.GetControllerOfNoCopy(obj)
 	if ref == nil {
-		return "it has no controller owner"
+		return ""
 	}
 	uid, found, known := lookup(*ref, obj.GetNamespace())
 	switch {
@@ -41,27 +43,6 @@ func orphanReason(obj metav1.Object, lookup ownerLookup) string {
 		return "its owner " + ref.Kind + " " + ref.Name + " no longer exists"
 	case uid != ref.UID:
 		return "its owner " + ref.Kind + " " + ref.Name + " was replaced by a new object"
-	}
-	return ""
-}
-
-// releasedReason says why a model-storage PV is released, or "": it is
-// phase Released, or the claim it was bound to is gone. claimUID returns the
-// UID of the PVC namespace/name, found false when there is none.
-func releasedReason(pv *corev1.PersistentVolume, claimUID func(namespace, name string) (types.UID, bool)) string {
-	if pv.Status.Phase == corev1.VolumeReleased {
-		return "it is Released"
-	}
-	ref := pv.Spec.ClaimRef
-	if ref == nil || ref.Name == "" {
-		return ""
-	}
-	uid, found := claimUID(ref.Namespace, ref.Name)
-	if !found {
-		return "its claim " + ref.Namespace + "/" + ref.Name + " is gone"
-	}
-	if ref.UID != "" && uid != ref.UID {
-		return "its claim " + ref.Namespace + "/" + ref.Name + " was replaced by a new object"
 	}
 	return ""
 }

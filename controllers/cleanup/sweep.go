@@ -22,8 +22,9 @@ type candidate struct {
 	kind   trackedKind
 	obj    metav1.Object
 	reason string
-	// owner, when set, is re-checked against the API server before removal.
-	owner *metav1.OwnerReference
+	// owner is the controller found gone in the cache, re-checked against
+	// the API server before removal.
+	owner metav1.OwnerReference
 }
 
 var managedSelector = labels.SelectorFromSet(labels.Set{controller.ManagedByLabel: controller.ManagedByValue})
@@ -67,35 +68,38 @@ func (c *Controller) sweep(ctx context.Context, _ controller.Key) (controller.Re
 
 // findStale lists this manager's objects from the caches and returns the stale ones.
 func (c *Controller) findStale() ([]candidate, error) {
-	var out []candidate
+	var objs []metav1.Object
+	var kinds []trackedKind
 	for _, k := range dependentKinds {
-		objs, err := c.dependents[k].List(managedSelector)
+		listed, err := c.dependents[k].List(managedSelector)
 		if err != nil {
 			return nil, fmt.Errorf("listing %s from the cache: %w", k.resource.Resource, err)
 		}
-		for _, o := range objs {
-			obj, err := meta.Accessor(o)
-			if err != nil || !sweepable(obj) || obj.GetDeletionTimestamp() != nil {
-				continue
-			}
-			if reason := orphanReason(obj, c.lookupOwner); reason != "" {
-				out = append(out, candidate{kind: k, obj: obj, reason: reason, owner: metav1.GetControllerOfNoCopy(obj)})
+		for _, o := range listed {
+			if obj, err := meta.Accessor(o); err == nil {
+				objs, kinds = append(objs, obj), append(kinds, k)
 			}
 		}
 	}
-
 	pvs, err := c.pvs.List(managedSelector)
 	if err != nil {
 		return nil, fmt.Errorf("listing persistentvolumes from the cache: %w", err)
 	}
 	for _, pv := range pvs {
-		if !sweepable(pv) || pv.DeletionTimestamp != nil {
+		objs, kinds = append(objs, pv), append(kinds, pvKind)
+	}
+
+	var out []candidate
+	for i, obj := range objs {
+		if !sweepable(obj) || obj.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if reason := releasedReason(pv, c.claimUID); reason != "" {
-			out = append(out, candidate{kind: pvKind, obj: pv, reason: reason})
-		} else if reason := orphanReason(pv, c.lookupOwner); reason != "" {
-			out = append(out, candidate{kind: pvKind, obj: pv, reason: reason, owner: metav1.GetControllerOfNoCopy(pv)})
+		// A PV is judged by its Pipeline like any child, never by its
+		// claim: one created before its claim (quota, a conflict, a
+		// terminating namespace) is Available or Released with its
+		// Pipeline alive, and the Pipeline controller repairs it.
+		if reason := orphanReason(obj, c.lookupOwner); reason != "" {
+			out = append(out, candidate{kind: kinds[i], obj: obj, reason: reason, owner: *metav1.GetControllerOfNoCopy(obj)})
 		}
 	}
 	return out, nil
@@ -131,11 +135,9 @@ func (c *Controller) remove(ctx context.Context, cand candidate) error {
 	ns, name, uid := cand.obj.GetNamespace(), cand.obj.GetName(), cand.obj.GetUID()
 	ref := objectRef(cand.kind, ns, name, uid)
 
-	if cand.owner != nil {
-		// The caches may lag: make sure the owner is really gone.
-		if alive, err := c.ownerAlive(ctx, *cand.owner, ns); err != nil || alive {
-			return err
-		}
+	// The caches may lag: make sure the owner is really gone.
+	if alive, err := c.ownerAlive(ctx, cand.owner, ns); err != nil || alive {
+		return err
 	}
 	removedTotal.WithLabelValues(cand.kind.kind, fmt.Sprint(c.opts.DryRun)).Inc()
 	if c.opts.DryRun {
@@ -143,10 +145,15 @@ func (c *Controller) remove(ctx context.Context, cand candidate) error {
 		c.recorder.Eventf(ref, corev1.EventTypeNormal, "WouldRemoveStale", "Dry run: would remove %s %s: %s", cand.kind.kind, name, cand.reason)
 		return nil
 	}
+	// The resourceVersion precondition refuses the delete if the object
+	// changed since the cache saw it (its owner reference removed by an
+	// orphaning delete, the keep annotation added): the next sweep judges it
+	// again.
+	rv := cand.obj.GetResourceVersion()
 	err := c.client.Resource(cand.kind.resource).Namespace(ns).Delete(ctx, name,
-		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil // already gone, or replaced by a new object: nothing of ours to remove
+		return nil // gone, replaced or changed since the cache saw it
 	}
 	if err != nil {
 		return fmt.Errorf("deleting %s %s: %w", cand.kind.kind, klog.KRef(ns, name), err)
@@ -212,17 +219,4 @@ func ownerGroupKind(ref metav1.OwnerReference) (schema.GroupKind, bool) {
 	gk := schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
 	_, known := ownerKinds[gk]
 	return gk, known
-}
-
-// claimUID finds a PVC in the cache.
-func (c *Controller) claimUID(namespace, name string) (types.UID, bool) {
-	obj, err := c.pvcs.ByNamespace(namespace).Get(name)
-	if err != nil {
-		return "", false
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return "", false
-	}
-	return m.GetUID(), true
 }

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/utils/ptr"
 
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
@@ -95,9 +96,9 @@ func metricLine(exposition, s string) string {
 }
 
 // TestCleanupRemovesOrphans runs the (off by default) Cleanup controller
-// with short periods: a Deployment labelled as this manager's but without an
-// owner is removed once it has been stale for the period, one annotated to
-// be kept is not.
+// with short periods: a Deployment labelled as this manager's whose
+// controlling App is gone is removed once it has been stale for the period,
+// one annotated to be kept is not.
 func TestCleanupRemovesOrphans(t *testing.T) {
 	requireProcesses(t)
 	ctx := context.Background()
@@ -129,12 +130,17 @@ func TestCleanupRemovesOrphans(t *testing.T) {
 }
 
 // managedDeployment is a Deployment with no pods carrying this manager's
-// managed-by label and no owner, as `kubectl delete --cascade=orphan` leaves
-// an App's.
+// managed-by label, controlled by an App that is gone. The reference names a
+// version the API server does not serve (as after a CRD version is removed):
+// the garbage collector cannot resolve it and leaves the Deployment, the
+// sweeper looks owners up by group and kind. (A Deployment without an owner,
+// as `kubectl delete --cascade=orphan` leaves one, is never swept.)
 func managedDeployment(name string, keep bool) *appsv1.Deployment {
 	labels := map[string]string{controller.ManagedByLabel: controller.ManagedByValue, "e2e": name}
 	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "ingress.example.com/v1alpha1", Kind: "App", Name: "gone", UID: uuid.NewUUID(), Controller: ptr.To(true),
+		}}},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](0),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e": name}},

@@ -13,11 +13,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/utils/ptr"
 
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/controllers/cleanup"
 	"github.com/ndsl/controller-manager/pkg/controller"
+	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
@@ -39,7 +44,7 @@ type family struct {
 	owner *corev1.Service
 }
 
-func meta(ns, name string, owner *corev1.Service, managed bool, keep bool) metav1.ObjectMeta {
+func meta(ns, name string, owner metav1.OwnerReference, managed bool, keep bool) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}}
 	if managed {
 		m.Labels[controller.ManagedByLabel] = controller.ManagedByValue
@@ -47,21 +52,46 @@ func meta(ns, name string, owner *corev1.Service, managed bool, keep bool) metav
 	if keep {
 		m.Annotations = map[string]string{cleanup.KeepAnnotation: "true"}
 	}
-	m.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, corev1.SchemeGroupVersion.WithKind("Service"))}
+	m.OwnerReferences = []metav1.OwnerReference{owner}
 	return m
 }
 
+// goneApp is a controller reference to an App that does not exist, in a
+// version the API server does not serve (as after a CRD version is removed).
+// The garbage collector cannot map that version and retries for ever
+// (restMappingError), so it leaves the children alone: whatever removes them
+// is the sweeper, which looks owners up by group and kind.
+func goneApp() metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "ingress.example.com/v1alpha1", Kind: "App", Name: "gone",
+		UID: uuid.NewUUID(), Controller: ptr.To(true)}
+}
+
+// newFamily creates the children controlled by a live owner Service.
 func newFamily(t *testing.T, client kubernetes.Interface) family {
 	t.Helper()
-	ctx := context.Background()
 	ns := framework.CreateNamespace(t, client)
-	owner, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+	owner, err := client.CoreV1().Services(ns).Create(context.Background(), &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"},
 		Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 80}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	createChildren(t, client, ns, *metav1.NewControllerRef(owner, corev1.SchemeGroupVersion.WithKind("Service")))
+	return family{ns: ns, owner: owner}
+}
+
+// newDanglingFamily creates the children controlled by an App that is gone.
+func newDanglingFamily(t *testing.T, client kubernetes.Interface) string {
+	t.Helper()
+	ns := framework.CreateNamespace(t, client)
+	createChildren(t, client, ns, goneApp())
+	return ns
+}
+
+func createChildren(t *testing.T, client kubernetes.Interface, ns string, owner metav1.OwnerReference) {
+	t.Helper()
+	ctx := context.Background()
 	deployment := func(name string, managed, keep bool) {
 		one := int32(1)
 		d := &appsv1.Deployment{
@@ -97,7 +127,6 @@ func newFamily(t *testing.T, client kubernetes.Interface) family {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return family{ns: ns, owner: owner}
 }
 
 // orphan deletes the owner the way `kubectl delete --cascade=orphan` does and
@@ -138,31 +167,31 @@ var orphans = []struct{ kind, name string }{
 }
 
 // The sweeper runs as a ServiceAccount with only the shipped ClusterRole.
-func TestOrphansAreRemovedAfterTheStalePeriodOnly(t *testing.T) {
+func TestChildrenOfAGoneOwnerAreRemovedAfterTheStalePeriodOnly(t *testing.T) {
 	framework.RequireCRDs(t, cp.Config)
 	client := cp.Client
-	f := newFamily(t, client)
-	cfg := framework.ServiceAccountWithClusterRoles(t, cp, f.ns, "rbac/cleanup-controller.yaml")
+	ns := newDanglingFamily(t, client)
+	cfg := framework.ServiceAccountWithClusterRoles(t, cp, ns, "rbac/cleanup-controller.yaml")
+	startedAt := time.Now() // the children are stale from the first sweep on
 	framework.StartManager(t, cfg, sweeper(false))
-	orphanedAt := f.orphan(t, client)
 
 	for _, o := range orphans {
 		framework.Eventually(t, 30*time.Second, o.kind+" "+o.name+" to be removed", func(ctx context.Context) (bool, error) {
-			found, err := exists(ctx, client, f.ns, o.kind, o.name)
+			found, err := exists(ctx, client, ns, o.kind, o.name)
 			return !found, err
 		})
-		if gone := time.Since(orphanedAt); gone < stalePeriod {
-			t.Errorf("%s %s removed %s after it was orphaned, before the stale period of %s", o.kind, o.name, gone, stalePeriod)
+		if gone := time.Since(startedAt); gone < stalePeriod {
+			t.Errorf("%s %s removed %s after the sweeper started, before the stale period of %s", o.kind, o.name, gone, stalePeriod)
 		}
 	}
 	// Swept in the same sweeps, these must still be there.
 	ctx := context.Background()
 	for _, name := range []string{"unlabelled-deploy", "kept-deploy"} {
-		if found, err := exists(ctx, client, f.ns, "Deployment", name); err != nil || !found {
+		if found, err := exists(ctx, client, ns, "Deployment", name); err != nil || !found {
 			t.Errorf("Deployment %s was removed (err %v): it is not the sweeper's to remove", name, err)
 		}
 	}
-	events, err := client.CoreV1().Events(f.ns).List(ctx, metav1.ListOptions{
+	events, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("reason", "RemovedStale").String()})
 	if err != nil {
 		t.Fatal(err)
@@ -172,20 +201,142 @@ func TestOrphansAreRemovedAfterTheStalePeriodOnly(t *testing.T) {
 	}
 }
 
-func TestDryRunRemovesNothingButReports(t *testing.T) {
+// Defect 4 of issue 12: `kubectl delete --cascade=orphan` leaves the
+// children on purpose. The garbage collector removes the owner's references
+// from them before the owner goes, so they carry none: the sweeper must
+// leave them alone.
+func TestChildrenOrphanedOnPurposeAreKept(t *testing.T) {
 	framework.RequireCRDs(t, cp.Config)
 	client := cp.Client
 	f := newFamily(t, client)
-	m := framework.StartManager(t, cp.Config, sweeper(true))
+	cfg := framework.ServiceAccountWithClusterRoles(t, cp, f.ns, "rbac/cleanup-controller.yaml")
+	framework.StartManager(t, cfg, sweeper(false))
 	f.orphan(t, client)
 
+	waitSweptPastStalePeriod(t)
+	ctx := context.Background()
+	for _, o := range orphans {
+		if found, err := exists(ctx, client, f.ns, o.kind, o.name); err != nil || !found {
+			t.Errorf("%s %s, orphaned on purpose, was removed (err %v)", o.kind, o.name, err)
+		}
+	}
+}
+
+// Defect 4 of issue 12: a model-storage PV whose claim does not exist yet
+// (created before it, the claim blocked by quota, a conflict or a
+// terminating namespace) belongs to a live Pipeline and must be kept.
+func TestPVOfALivePipelineIsKept(t *testing.T) {
+	framework.RequireCRDs(t, cp.Config)
+	ctx := context.Background()
+	client := cp.Client
+	ns := framework.CreateNamespace(t, client)
+	crd, err := versioned.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := crd.PipelineV1beta1().Pipelines().Create(ctx, &pipelinev1beta1.Pipeline{
+		ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Spec: pipelinev1beta1.PipelineSpec{
+			Steps:     []pipelinev1beta1.PipelineStep{{Model: "m", Image: "nginx:1.27"}},
+			Namespace: ns,
+			ModelStorage: pipelinev1beta1.ModelStorage{
+				Type:         pipelinev1beta1.StorageTypeNFS,
+				CSIParameter: map[string]string{"server": "192.0.2.1", "share": "/models"},
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = crd.PipelineV1beta1().Pipelines().Delete(context.Background(), p.Name, metav1.DeleteOptions{})
+	})
+	pv, err := client.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            ns + "-models",
+			Labels:          map[string]string{controller.ManagedByLabel: controller.ManagedByValue},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(p, pipelinev1beta1.SchemeGroupVersion.WithKind("Pipeline"))},
+		},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: "models"},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: "nfs.csi.k8s.io", VolumeHandle: "192.0.2.1#/models#" + ns}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+	})
+
+	cfg := framework.ServiceAccountWithClusterRoles(t, cp, ns, "rbac/cleanup-controller.yaml")
+	framework.StartManager(t, cfg, sweeper(false))
+	waitSweptPastStalePeriod(t)
+	got, err := client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		t.Fatalf("PV %s of the live Pipeline %s was removed by the sweeper", pv.Name, p.Name)
+	case err != nil:
+		t.Fatal(err)
+	case got.UID != pv.UID || got.DeletionTimestamp != nil:
+		t.Fatalf("PV %s of the live Pipeline %s was removed by the sweeper (uid %s, deletion %v)", pv.Name, p.Name, got.UID, got.DeletionTimestamp)
+	}
+}
+
+// sweeps is how many sweeps the managers of this process have started.
+func sweeps(t *testing.T) float64 {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatalf("gathering metrics: %v", err)
+	}
+	for _, f := range families {
+		if f.GetName() == "controller_manager_cleanup_sweeps_total" {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// waitSweptPastStalePeriod waits until a sweep has seen the world as it is
+// now, a whole stale period has passed, and a sweep has run after that: the
+// sweeper has removed by then all it would remove.
+func waitSweptPastStalePeriod(t *testing.T) {
+	t.Helper()
+	sweptAfter := func(what string) {
+		t.Helper()
+		// One worker: once the next sweep has started, the one running now
+		// and any started since are done.
+		want := sweeps(t) + 2
+		framework.Eventually(t, 30*time.Second, what, func(context.Context) (bool, error) {
+			return sweeps(t) >= want, nil
+		})
+	}
+	sweptAfter("a sweep to see the objects stale")
+	from := time.Now()
+	framework.Eventually(t, 2*stalePeriod, "the stale period to pass", func(context.Context) (bool, error) {
+		return time.Since(from) > stalePeriod, nil
+	})
+	sweptAfter("a sweep after the stale period")
+}
+
+func TestDryRunRemovesNothingButReports(t *testing.T) {
+	framework.RequireCRDs(t, cp.Config)
+	client := cp.Client
+	ns := newDanglingFamily(t, client)
+	m := framework.StartManager(t, cp.Config, sweeper(true))
+
 	framework.Eventually(t, 30*time.Second, "a WouldRemoveStale event for each orphan", func(ctx context.Context) (bool, error) {
-		events, err := client.CoreV1().Events(f.ns).List(ctx, metav1.ListOptions{
+		events, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
 			FieldSelector: fields.OneTermEqualSelector("reason", "WouldRemoveStale").String()})
 		return err == nil && len(events.Items) >= len(orphans), err
 	})
 	for _, o := range orphans {
-		if found, err := exists(context.Background(), client, f.ns, o.kind, o.name); err != nil || !found {
+		if found, err := exists(context.Background(), client, ns, o.kind, o.name); err != nil || !found {
 			t.Errorf("dry run removed %s %s (err %v)", o.kind, o.name, err)
 		}
 	}
