@@ -7,21 +7,21 @@ package cleanup
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/ndsl/controller-manager/pkg/controller"
+	crdinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions"
 )
 
 // ControllerName is the name used by --controllers, the queue and metrics.
@@ -57,7 +57,6 @@ type Controller struct {
 
 	dependents map[trackedKind]cache.GenericLister
 	owners     map[schema.GroupKind]cache.GenericLister
-	pvs        corelisters.PersistentVolumeLister
 
 	// ticks is the generic-event channel the ticker feeds (Base.Events).
 	ticks chan controller.Key
@@ -73,16 +72,17 @@ type staleEntry struct {
 	reported bool // dry run: reported once
 }
 
-// NewController builds the controller on metadata-only informers (the
-// sweeper reads no more than metadata) and the typed PV informer (a PV's
-// phase and claim are in its spec and status). It starts nothing.
+// NewController builds the controller on the manager's shared typed
+// informers, the ones the other controllers cache these kinds in, rather
+// than a metadata-only copy: one watch and one cache per kind in the
+// process. The sweeper reads only metadata from them. It starts nothing.
 func NewController(
-	metadataInformers metadatainformer.SharedInformerFactory,
-	pvs coreinformers.PersistentVolumeInformer,
+	kubeInformers informers.SharedInformerFactory,
+	crdInformers crdinformers.SharedInformerFactory,
 	client metadata.Interface,
 	recorder record.EventRecorder,
 	opts Options,
-) *Controller {
+) (*Controller, error) {
 	ticks := make(chan controller.Key, 1)
 	c := &Controller{
 		// One worker: sweeps never overlap, and ticks during a sweep
@@ -95,24 +95,38 @@ func NewController(
 		clock:      clock.RealClock{},
 		dependents: map[trackedKind]cache.GenericLister{},
 		owners:     map[schema.GroupKind]cache.GenericLister{},
-		pvs:        pvs.Lister(),
 		ticks:      ticks,
 		staleSince: map[types.UID]staleEntry{},
 	}
-	for _, k := range dependentKinds {
-		inf := metadataInformers.ForResource(k.resource)
-		c.dependents[k] = inf.Lister()
-		c.Synced = append(c.Synced, inf.Informer().HasSynced)
+	informerFor := func(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, cache.GenericLister, error) {
+		if inf, err := kubeInformers.ForResource(gvr); err == nil {
+			return inf.Informer(), inf.Lister(), nil
+		}
+		inf, err := crdInformers.ForResource(gvr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("no shared informer for %s: %w", gvr, err)
+		}
+		return inf.Informer(), inf.Lister(), nil
+	}
+	for _, k := range append(dependentKinds, pvKind) {
+		inf, lister, err := informerFor(k.resource)
+		if err != nil {
+			return nil, err
+		}
+		c.dependents[k] = lister
+		c.Synced = append(c.Synced, inf.HasSynced)
 	}
 	for gk, o := range ownerKinds {
-		inf := metadataInformers.ForResource(o.resource)
-		c.owners[gk] = inf.Lister()
-		c.Synced = append(c.Synced, inf.Informer().HasSynced)
+		inf, lister, err := informerFor(o.resource)
+		if err != nil {
+			return nil, err
+		}
+		c.owners[gk] = lister
+		c.Synced = append(c.Synced, inf.HasSynced)
 	}
-	c.Synced = append(c.Synced, pvs.Informer().HasSynced)
 	c.Reconcile = c.sweep
 	c.Events = ticks
-	return c
+	return c, nil
 }
 
 // Run sweeps once the caches have synced, then on every tick until ctx is done.

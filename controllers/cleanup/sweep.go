@@ -68,38 +68,24 @@ func (c *Controller) sweep(ctx context.Context, _ controller.Key) (controller.Re
 
 // findStale lists this manager's objects from the caches and returns the stale ones.
 func (c *Controller) findStale() ([]candidate, error) {
-	var objs []metav1.Object
-	var kinds []trackedKind
-	for _, k := range dependentKinds {
-		listed, err := c.dependents[k].List(managedSelector)
+	var out []candidate
+	for _, k := range append(dependentKinds, pvKind) {
+		objs, err := c.dependents[k].List(managedSelector)
 		if err != nil {
 			return nil, fmt.Errorf("listing %s from the cache: %w", k.resource.Resource, err)
 		}
-		for _, o := range listed {
-			if obj, err := meta.Accessor(o); err == nil {
-				objs, kinds = append(objs, obj), append(kinds, k)
+		for _, o := range objs {
+			obj, err := meta.Accessor(o)
+			if err != nil || !sweepable(obj) || obj.GetDeletionTimestamp() != nil {
+				continue
 			}
-		}
-	}
-	pvs, err := c.pvs.List(managedSelector)
-	if err != nil {
-		return nil, fmt.Errorf("listing persistentvolumes from the cache: %w", err)
-	}
-	for _, pv := range pvs {
-		objs, kinds = append(objs, pv), append(kinds, pvKind)
-	}
-
-	var out []candidate
-	for i, obj := range objs {
-		if !sweepable(obj) || obj.GetDeletionTimestamp() != nil {
-			continue
-		}
-		// A PV is judged by its Pipeline like any child, never by its
-		// claim: one created before its claim (quota, a conflict, a
-		// terminating namespace) is Available or Released with its
-		// Pipeline alive, and the Pipeline controller repairs it.
-		if reason := orphanReason(obj, c.lookupOwner); reason != "" {
-			out = append(out, candidate{kind: kinds[i], obj: obj, reason: reason, owner: *metav1.GetControllerOfNoCopy(obj)})
+			// A PV is judged by its Pipeline like any child, never by its
+			// claim: one created before its claim (quota, a conflict, a
+			// terminating namespace) is Available or Released with its
+			// Pipeline alive, and the Pipeline controller repairs it.
+			if reason := orphanReason(obj, c.lookupOwner); reason != "" {
+				out = append(out, candidate{kind: k, obj: obj, reason: reason, owner: *metav1.GetControllerOfNoCopy(obj)})
+			}
 		}
 	}
 	return out, nil

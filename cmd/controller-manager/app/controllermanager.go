@@ -21,8 +21,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
@@ -256,14 +254,6 @@ func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
 		informers.WithTransform(stripManagedFields))
 	cc.InformerFactory = kubeFactory
 
-	metadataClient, err := metadata.NewForConfig(cc.ClientConfig("shared-informers"))
-	if err != nil {
-		return cc, nil, fmt.Errorf("building the metadata informers' client: %w", err)
-	}
-	metadataFactory := metadatainformer.NewSharedInformerFactoryWithOptions(metadataClient, resync,
-		metadatainformer.WithTransform(stripManagedFields))
-	cc.MetadataInformerFactory = metadataFactory
-
 	crdClient, err := versioned.NewForConfig(jsonConfig(cc.ClientConfig("shared-informers")))
 	if err != nil {
 		return cc, nil, fmt.Errorf("building the custom resource informers' client: %w", err)
@@ -277,11 +267,6 @@ func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
 			start:       kubeFactory.Start,
 			waitForSync: func(stop <-chan struct{}) bool { return allSynced(kubeFactory.WaitForCacheSync(stop)) },
 			shutdown:    kubeFactory.Shutdown,
-		},
-		{
-			start:       metadataFactory.Start,
-			waitForSync: func(stop <-chan struct{}) bool { return allSynced(metadataFactory.WaitForCacheSync(stop)) },
-			shutdown:    metadataFactory.Shutdown,
 		},
 		{
 			start:       crdFactory.Start,

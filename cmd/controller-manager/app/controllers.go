@@ -59,12 +59,12 @@ func newCleanupController(_ context.Context, cc ControllerContext) (Controller, 
 		return nil, err
 	}
 	return cleanup.NewController(
-		cc.MetadataInformerFactory,
-		cc.InformerFactory.Core().V1().PersistentVolumes(),
+		cc.InformerFactory,
+		cc.CRDInformerFactory,
 		client,
 		cc.EventRecorder(cleanup.ControllerName),
 		opts,
-	), nil
+	)
 }
 
 func newPipelineController(_ context.Context, cc ControllerContext) (Controller, error) {

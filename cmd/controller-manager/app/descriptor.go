@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
@@ -42,9 +41,6 @@ type ControllerContext struct {
 	KubeConfig *rest.Config
 	// InformerFactory is the one shared factory for built-in types.
 	InformerFactory informers.SharedInformerFactory
-	// MetadataInformerFactory is the one shared metadata-only factory, for
-	// controllers that need no more than object metadata.
-	MetadataInformerFactory metadatainformer.SharedInformerFactory
 	// CRDInformerFactory is the one shared factory for this project's own
 	// API groups (App, Pipeline).
 	CRDInformerFactory crdinformers.SharedInformerFactory

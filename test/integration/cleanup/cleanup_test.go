@@ -3,7 +3,9 @@ package cleanup
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/utils/ptr"
 
@@ -397,3 +400,65 @@ func TestDisabledByDefault(t *testing.T) {
 		t.Errorf("--controllers=*,cleanup runs %v: cleanup missing", names)
 	}
 }
+
+// Defect 9 of issue 12: the sweeper reads the manager's shared informers,
+// the ones the other controllers cache the same kinds in, and opens no second
+// watch and cache of its own.
+func TestSweeperSharesTheInformers(t *testing.T) {
+	framework.RequireCRDs(t, cp.Config)
+	cfg, syncs := countInitialSyncs(cp.Config)
+	before := sweeps(t)
+	framework.StartManager(t, cfg, func(o *options.Options) {
+		sweeper(false)(o)
+		o.Generic.Controllers = []string{"*", cleanup.ControllerName}
+	})
+	framework.Eventually(t, 30*time.Second, "the first sweep, once every cache has synced", func(context.Context) (bool, error) {
+		return sweeps(t) > before, nil
+	})
+	for _, path := range []string{
+		"/apis/apps/v1/deployments", "/api/v1/services", "/apis/networking.k8s.io/v1/ingresses",
+		"/api/v1/persistentvolumeclaims", "/api/v1/persistentvolumes",
+		"/apis/ingress.example.com/v1beta1/apps", "/apis/distri-infer.ndsl.cn/v1beta1/pipelines",
+	} {
+		if n := syncs.count(path); n != 1 {
+			t.Errorf("%s was listed %d times by the manager, want 1: one shared informer per kind", path, n)
+		}
+	}
+}
+
+// initialSyncs counts, per collection path, the successful requests that
+// fill an informer's cache: a LIST, or a WATCH that sends the initial events.
+// (A request refused, say with 429, is retried by the same informer.)
+type initialSyncs struct {
+	mu     sync.Mutex
+	byPath map[string]int
+}
+
+func (s *initialSyncs) count(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byPath[path]
+}
+
+func countInitialSyncs(cfg *rest.Config) (*rest.Config, *initialSyncs) {
+	s := &initialSyncs{byPath: map[string]int{}}
+	out := rest.CopyConfig(cfg)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTrip(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			q := req.URL.Query()
+			if err == nil && resp.StatusCode == http.StatusOK && req.Method == http.MethodGet &&
+				(q.Get("watch") == "" || q.Get("sendInitialEvents") == "true") {
+				s.mu.Lock()
+				s.byPath[req.URL.Path]++
+				s.mu.Unlock()
+			}
+			return resp, err
+		})
+	})
+	return out, s
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
