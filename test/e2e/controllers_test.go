@@ -112,6 +112,15 @@ func TestCleanupRemovesOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The default install grants the (off by default) sweeper nothing: add
+	// what manifests/overlays/cleanup adds.
+	grant := []string{"-f", "manifests/overlays/cleanup/cleanup-controller.yaml", "-f", "manifests/overlays/cleanup/binding.yaml"}
+	if _, err := cluster.Kubectl(ctx, append([]string{"apply"}, grant...)...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cluster.Kubectl(context.Background(), append([]string{"delete", "--ignore-not-found"}, grant...)...)
+	})
 	procs := startManagers(t, 1, append(shortLease.args(),
 		"--controllers=cleanup", "--cleanup-interval=1s", "--cleanup-stale-period=2s")...)
 	waitForLeader(t, procs...)

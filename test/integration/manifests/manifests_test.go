@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,13 +81,13 @@ func convert(t *testing.T, doc map[string]any, into any) {
 }
 
 func TestEveryKustomizationBuilds(t *testing.T) {
-	for _, dir := range []string{"crd", "rbac", "manager", "webhook", "default", "overlays/prometheus", "overlays/grafana", "overlays/cert-manager"} {
+	for _, dir := range []string{"crd", "rbac", "manager", "webhook", "default", "overlays/prometheus", "overlays/grafana", "overlays/cert-manager", "overlays/cleanup"} {
 		build(t, dir)
 	}
 }
 
 func TestRBACHasNoWildcards(t *testing.T) {
-	for _, doc := range build(t, "default") {
+	for _, doc := range append(build(t, "default"), build(t, "overlays/cleanup")...) {
 		kind := doc["kind"]
 		if kind != "ClusterRole" && kind != "Role" {
 			continue
@@ -102,6 +103,54 @@ func TestRBACHasNoWildcards(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Issue 12, defect 8: the Cleanup controller is off by default, so the
+// default install grants none of its cluster-wide deletes; the overlay
+// that turns it on brings its ClusterRole and binding.
+func TestCleanupRightsAreOptIn(t *testing.T) {
+	const role = "ndsl-controller-manager:cleanup"
+	find := func(dir string) (roles, bindings int, args []string) {
+		for _, doc := range build(t, dir) {
+			switch doc["kind"] {
+			case "ClusterRole":
+				var r rbacv1.ClusterRole
+				convert(t, doc, &r)
+				if r.Name == role {
+					roles++
+				}
+			case "ClusterRoleBinding":
+				var b rbacv1.ClusterRoleBinding
+				convert(t, doc, &b)
+				if b.RoleRef.Name == role {
+					bindings++
+				}
+			case "Deployment":
+				var d appsv1.Deployment
+				convert(t, doc, &d)
+				args = d.Spec.Template.Spec.Containers[0].Args
+			}
+		}
+		return roles, bindings, args
+	}
+	enablesCleanup := func(args []string) bool {
+		fs := options.NewOptions()
+		flags := fs.Flags(nil, nil)
+		set := flags.FlagSet("all")
+		options.AddAll(set, flags)
+		if err := set.Parse(args); err != nil {
+			t.Fatalf("the Deployment's args do not parse: %v", err)
+		}
+		return slices.Contains(fs.Generic.Controllers, "cleanup")
+	}
+	if roles, bindings, args := find("default"); roles != 0 || bindings != 0 || enablesCleanup(args) {
+		t.Errorf("manifests/default: %d ClusterRoles and %d bindings of %s, cleanup enabled %v: want none, the controller is off by default",
+			roles, bindings, role, enablesCleanup(args))
+	}
+	if roles, bindings, args := find("overlays/cleanup"); roles != 1 || bindings != 1 || !enablesCleanup(args) {
+		t.Errorf("manifests/overlays/cleanup: %d ClusterRoles and %d bindings of %s, cleanup enabled %v: want one each, and enabled",
+			roles, bindings, role, enablesCleanup(args))
 	}
 }
 
