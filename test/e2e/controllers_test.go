@@ -112,15 +112,7 @@ func TestCleanupRemovesOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The default install grants the (off by default) sweeper nothing: add
-	// what manifests/overlays/cleanup adds.
-	grant := []string{"-f", "manifests/overlays/cleanup/cleanup-controller.yaml", "-f", "manifests/overlays/cleanup/binding.yaml"}
-	if _, err := cluster.Kubectl(ctx, append([]string{"apply"}, grant...)...); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = cluster.Kubectl(context.Background(), append([]string{"delete", "--ignore-not-found"}, grant...)...)
-	})
+	grantCleanupRBAC(t)
 	procs := startManagers(t, 1, append(shortLease.args(),
 		"--controllers=cleanup", "--cleanup-interval=1s", "--cleanup-stale-period=2s")...)
 	waitForLeader(t, procs...)
@@ -136,6 +128,20 @@ func TestCleanupRemovesOrphans(t *testing.T) {
 	if _, err := cluster.Kube.AppsV1().Deployments(ns).Get(ctx, kept.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("the Deployment annotated %s=true: %v", cleanup.KeepAnnotation, err)
 	}
+}
+
+// grantCleanupRBAC adds what manifests/overlays/cleanup adds to the
+// default install, which grants the (off by default) sweeper nothing: its
+// ClusterRole and binding. They are removed when the test ends.
+func grantCleanupRBAC(t *testing.T) {
+	t.Helper()
+	grant := []string{"-f", "manifests/overlays/cleanup/cleanup-controller.yaml", "-f", "manifests/overlays/cleanup/binding.yaml"}
+	if _, err := cluster.Kubectl(context.Background(), append([]string{"apply"}, grant...)...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cluster.Kubectl(context.Background(), append([]string{"delete", "--ignore-not-found"}, grant...)...)
+	})
 }
 
 // managedDeployment is a Deployment with no pods carrying this manager's

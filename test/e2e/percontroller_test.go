@@ -59,6 +59,7 @@ func TestPerControllerLeases(t *testing.T) {
 	requireProcesses(t)
 	ctx := context.Background()
 	const controllers = 4
+	grantCleanupRBAC(t)
 	args := append(shortLease.args(), "--leader-elect-per-controller", "--leader-elect-resource-name=e2e-per-controller",
 		"--controllers=*,cleanup")
 	procs := startManagers(t, 3, args...)
