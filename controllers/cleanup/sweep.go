@@ -82,7 +82,7 @@ func (c *Controller) findStale() ([]candidate, error) {
 			// A PV is judged by its Pipeline like any child, never by its
 			// claim: one created before its claim (quota, a conflict, a
 			// terminating namespace) is Available or Released with its
-			// Pipeline alive, and the Pipeline controller repairs it.
+			// Pipeline alive: it is the Pipeline controller's to repair.
 			if reason := orphanReason(obj, c.lookupOwner); reason != "" {
 				out = append(out, candidate{kind: k, obj: obj, reason: reason, owner: *metav1.GetControllerOfNoCopy(obj)})
 			}
