@@ -65,7 +65,7 @@ const (
 	scenarioNameFailover  = "failover"
 )
 
-var allScenarios = []string{scenarioNameApps, scenarioNamePipelines, scenarioNameIngress, scenarioNameMemory, scenarioNameSteady, scenarioNameFailover, scenarioNameConversion, scenarioNameAdmission}
+var allScenarios = []string{scenarioNameApps, scenarioNamePipelines, scenarioNameIngress, scenarioNameMemory, scenarioNameSteady, scenarioNameFailover, scenarioNameConversion, scenarioNameAdmission, scenarioNameFlood}
 
 type config struct {
 	scenarios   []string
@@ -88,6 +88,7 @@ type config struct {
 	failoverStandby                           []string
 	conversionApps, conversionLists           int
 	admissionCreates                          int
+	floodSizes                                []int
 
 	maxLoad, maxOthers                        float64
 	loadWait                                  time.Duration
@@ -108,6 +109,7 @@ func main() {
 	var cfg config
 	var scenarios string
 	var managerArgs stringList
+	var floodSizes string
 	workers := appcontroller.DefaultOptions().Workers
 	flag.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "Comma-separated scenarios to run: "+strings.Join(allScenarios, ", ")+".")
 	flag.BoolVar(&cfg.useExisting, "use-existing-cluster", false, "Run against the cluster of $KUBECONFIG (it must run kube-controller-manager, kube-scheduler and kwok) instead of starting the local control plane.")
@@ -133,6 +135,7 @@ func main() {
 	flag.IntVar(&cfg.conversionApps, "conversion-apps", 1000, "Apps listed through v1 (converted by the webhook) and v1beta1 in the conversion scenario.")
 	flag.IntVar(&cfg.conversionLists, "conversion-lists", 10, "Lists of all of them timed in each version.")
 	flag.IntVar(&cfg.admissionCreates, "admission-creates", 300, "Sequential App creates timed with the webhooks and again without, in the admission scenario.")
+	flag.StringVar(&floodSizes, "flood-sizes", "2000,20000", "Counts of converged Apps in the flood scenario, ascending: for each, the time to a fresh App's first reconcile while the pass over them is queued, with the fifo and the priority queue.")
 	flag.IntVar(&cfg.failoverApps, "failover-apps", 20, "Apps created for the failover managers to reconcile (besides whatever exists).")
 	var failoverSizes, failoverStandby string
 	flag.StringVar(&failoverSizes, "failover-sizes", "", "Comma-separated cache sizes (cached objects) at which the failovers are measured, in increasing order; annotated headless Services (each with the Ingress the manager makes) fill the cache up to each. Empty: once, at whatever the other scenarios left.")
@@ -167,6 +170,11 @@ func main() {
 		}
 		cfg.failoverStandby = append(cfg.failoverStandby, m)
 	}
+	var err error
+	if cfg.floodSizes, err = parseFloodSizes(floodSizes); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 
 	for _, s := range strings.Split(scenarios, ",") {
 		if s = strings.TrimSpace(s); s == "" {
@@ -188,7 +196,7 @@ func main() {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 	ctx = klog.NewContext(ctx, klog.Background())
-	err := run(ctx, cfg)
+	err = run(ctx, cfg)
 	klog.Flush()
 	if err != nil {
 		klog.ErrorS(err, "Benchmark failed")
@@ -252,6 +260,7 @@ type results struct {
 	failover     *failoverResult
 	conversion   *conversionResult
 	admission    *admissionResult
+	flood        *floodResult
 	profileNotes string
 }
 
@@ -347,6 +356,13 @@ func run(ctx context.Context, cfg config) error {
 			return fmt.Errorf("admission: %w", err)
 		}
 		res.admission = &a
+	}
+	if cfg.has(scenarioNameFlood) && cfg.cpuprofile == "" {
+		f, err := scenarioFlood(ctx, c, cfg, launcher)
+		if err != nil {
+			return fmt.Errorf("flood: %w", err)
+		}
+		res.flood = &f
 	}
 	res.finished = time.Now()
 	return report(ctx, res)

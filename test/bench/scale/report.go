@@ -257,6 +257,10 @@ func buildTable(res *results) ([]row, []verdict) {
 			where:   "the manager's App converter served in the benchmark process over HTTPS on 127.0.0.1; one ConversionReview per list",
 		})
 	}
+	if f := res.flood; f != nil {
+		r, v := floodRows(f)
+		rows, verdicts = append(rows, r...), append(verdicts, v...)
+	}
 	return rows, verdicts
 }
 
