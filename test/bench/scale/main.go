@@ -21,7 +21,14 @@
 //   - steady: a fresh manager with --min-resync-period=--resync over
 //     everything, for --steady-duration: writes (must be 0) and CPU;
 //   - failover: three managers with leader election: kill -9 of the
-//     leader, then SIGTERM of the next, timing the standby's takeover.
+//     leader, then SIGTERM of the next, timing the standby's takeover;
+//   - conversion, admission: the webhooks' cost;
+//   - flood: a warm standby of the App controller takes over with N
+//     converged Apps queued, and one App is created at once: its time to
+//     first reconcile with the fifo and the priority queue;
+//   - spread: three replicas with a Lease per controller: how the four
+//     Leases are divided, and how long until all four are led again after
+//     kill -9 of one replica.
 //
 // It prints one table and writes it with the machine, versions and command
 // into --markdown (docs/benchmarks.md), between generated-section markers.
@@ -65,7 +72,7 @@ const (
 	scenarioNameFailover  = "failover"
 )
 
-var allScenarios = []string{scenarioNameApps, scenarioNamePipelines, scenarioNameIngress, scenarioNameMemory, scenarioNameSteady, scenarioNameFailover, scenarioNameConversion, scenarioNameAdmission, scenarioNameFlood}
+var allScenarios = []string{scenarioNameApps, scenarioNamePipelines, scenarioNameIngress, scenarioNameMemory, scenarioNameSteady, scenarioNameFailover, scenarioNameConversion, scenarioNameAdmission, scenarioNameFlood, scenarioNameSpread}
 
 type config struct {
 	scenarios   []string
@@ -261,6 +268,7 @@ type results struct {
 	conversion   *conversionResult
 	admission    *admissionResult
 	flood        *floodResult
+	spread       *spreadResult
 	profileNotes string
 }
 
@@ -363,6 +371,13 @@ func run(ctx context.Context, cfg config) error {
 			return fmt.Errorf("flood: %w", err)
 		}
 		res.flood = &f
+	}
+	if cfg.has(scenarioNameSpread) && cfg.cpuprofile == "" {
+		s, err := scenarioSpread(ctx, c, cfg, launcher)
+		if err != nil {
+			return fmt.Errorf("spread: %w", err)
+		}
+		res.spread = &s
 	}
 	res.finished = time.Now()
 	return report(ctx, res)

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+
+	appcontroller "github.com/ndsl/controller-manager/controllers/app"
+	cleanupcontroller "github.com/ndsl/controller-manager/controllers/cleanup"
+	ingresscontroller "github.com/ndsl/controller-manager/controllers/ingress"
+	pipelinecontroller "github.com/ndsl/controller-manager/controllers/pipeline"
+	e2eframework "github.com/ndsl/controller-manager/test/e2e/framework"
+)
+
+// scenarioNameSpread is scenario 10: a Lease per controller over three
+// replicas, and the re-election after kill -9 of one.
+const scenarioNameSpread = "spread"
+
+// spreadControllers are the four controllers, each under its own Lease.
+var spreadControllers = []string{appcontroller.ControllerName, cleanupcontroller.ControllerName, ingresscontroller.ControllerName, pipelinecontroller.ControllerName}
+
+// spreadReplicas is how many managers compete for the Leases.
+const spreadReplicas = 3
+
+// spreadResult is scenario 10.
+type spreadResult struct {
+	lease, renew, retry time.Duration
+	objects             int
+	// allLed is from the start of the three replicas to all four Leases led.
+	allLed time.Duration
+	// before and after are the division of the controllers over the
+	// replicas, before the kill and once all four are led again.
+	before, after map[string][]string
+	victim        string
+	// orphaned are the controllers the victim led.
+	orphaned []string
+	// reled is from the kill to all four controllers led by the survivors
+	// (as their /debug/controllers says); acquired is from the kill to
+	// each orphaned Lease's acquireTime (the new holder's clock, the same
+	// machine's).
+	reled    time.Duration
+	acquired map[string]time.Duration
+}
+
+// scenarioSpread starts three replicas with --leader-elect-per-controller
+// and the four controllers, reads how the Leases are divided once all four
+// are led, kill -9s the replica leading most, and times until the
+// survivors lead all four.
+func scenarioSpread(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher) (spreadResult, error) {
+	logger := klog.FromContext(ctx)
+	res := spreadResult{lease: cfg.leaseDuration, renew: cfg.renewDeadline, retry: cfg.retryPeriod, acquired: map[string]time.Duration{}}
+	const ns = "bench-spread"
+	if err := c.createNamespace(ctx, ns); err != nil {
+		return res, err
+	}
+	var err error
+	if res.objects, _, err = c.cachedObjects(ctx); err != nil {
+		return res, err
+	}
+	leasePrefix := fmt.Sprintf("bench-spread-%d", time.Now().Unix())
+	begin := time.Now()
+	var replicas []*binaryManager
+	defer func() {
+		for _, m := range replicas {
+			_, _ = m.Terminate(time.Minute)
+		}
+	}()
+	for i := range spreadReplicas {
+		m, err := startBinaryManager(ctx, l, fmt.Sprintf("spread-%d", i+1), append([]string{
+			"--leader-elect=true", "--leader-elect-per-controller",
+			"--controllers=*," + cleanupcontroller.ControllerName,
+			"--leader-elect-resource-namespace=" + ns,
+			"--leader-elect-resource-name=" + leasePrefix,
+			"--leader-elect-lease-duration=" + cfg.leaseDuration.String(),
+			"--leader-elect-renew-deadline=" + cfg.renewDeadline.String(),
+			"--leader-elect-retry-period=" + cfg.retryPeriod.String(),
+		}, cfg.managerArgs...)...)
+		if err != nil {
+			return res, err
+		}
+		replicas = append(replicas, m)
+	}
+	var led map[string]*binaryManager
+	if led, err = waitAllLed(ctx, replicas, nil, cfg.leaseDuration+5*time.Minute); err != nil {
+		return res, err
+	}
+	res.allLed = time.Since(begin)
+	res.before = divide(led)
+	logger.Info("Spread: all four controllers led", "after", res.allLed, "division", divisionString(res.before))
+
+	// The victim is the replica leading most; the first in order on a tie.
+	var victim *binaryManager
+	for _, m := range replicas {
+		if victim == nil || len(res.before[m.Name()]) > len(res.before[victim.Name()]) {
+			victim = m
+		}
+	}
+	res.victim, res.orphaned = victim.Name(), res.before[victim.Name()]
+	killed := time.Now()
+	victim.Kill()
+	if led, err = waitAllLed(ctx, replicas, victim, cfg.leaseDuration+5*time.Minute); err != nil {
+		return res, fmt.Errorf("after kill -9 of %s: %w", victim.Name(), err)
+	}
+	res.reled = time.Since(killed)
+	res.after = divide(led)
+	for _, name := range res.orphaned {
+		lease, err := c.kube.CoordinationV1().Leases(ns).Get(ctx, leasePrefix+"-"+name, metav1.GetOptions{})
+		if err != nil {
+			return res, err
+		}
+		if lease.Spec.AcquireTime != nil {
+			res.acquired[name] = lease.Spec.AcquireTime.Sub(killed)
+		}
+	}
+	logger.Info("Spread: all four led again after kill -9", "victim", victim.Name(), "orphaned", res.orphaned,
+		"after", res.reled, "acquired", res.acquired, "division", divisionString(res.after))
+	return res, nil
+}
+
+// waitAllLed polls the replicas other than skip until each of the four
+// controllers is led by exactly one of them, and returns who leads which.
+func waitAllLed(ctx context.Context, replicas []*binaryManager, skip *binaryManager, timeout time.Duration) (map[string]*binaryManager, error) {
+	var led map[string]*binaryManager
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		led = map[string]*binaryManager{}
+		for _, m := range replicas {
+			if m == skip {
+				continue
+			}
+			if exited, err := m.Exited(); exited {
+				return false, fmt.Errorf("manager %s exited (%v); log:\n%s", m.Name(), err, m.LogTail())
+			}
+			d, err := getDebug(ctx, m.Base())
+			if err != nil {
+				return false, nil
+			}
+			for _, cs := range d.Controllers {
+				if !cs.Leading {
+					continue
+				}
+				if other, dup := led[cs.Name]; dup {
+					return false, fmt.Errorf("controller %s led by both %s and %s", cs.Name, other.Name(), m.Name())
+				}
+				led[cs.Name] = m
+			}
+		}
+		for _, name := range spreadControllers {
+			if led[name] == nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the four controllers to be led: %w", err)
+	}
+	return led, nil
+}
+
+// divide turns who leads which into the controllers of each replica.
+func divide(led map[string]*binaryManager) map[string][]string {
+	by := map[string][]string{}
+	for name, m := range led {
+		by[m.Name()] = append(by[m.Name()], name)
+	}
+	for _, cs := range by {
+		slices.Sort(cs)
+	}
+	return by
+}
+
+// divisionString is "manager-spread-1: app,pipeline; manager-spread-2: ingress; …".
+func divisionString(by map[string][]string) string {
+	var parts []string
+	for m, cs := range by {
+		parts = append(parts, m+": "+strings.Join(cs, ","))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ")
+}
+
+// divisionCounts is "2-1-1": Leases per replica, most first, over the
+// replicas given (a replica leading none counts 0).
+func divisionCounts(by map[string][]string, replicas int) string {
+	counts := make([]int, 0, replicas)
+	for _, cs := range by {
+		counts = append(counts, len(cs))
+	}
+	for len(counts) < replicas {
+		counts = append(counts, 0)
+	}
+	slices.Sort(counts)
+	slices.Reverse(counts)
+	parts := make([]string, len(counts))
+	for i, n := range counts {
+		parts[i] = fmt.Sprint(n)
+	}
+	return strings.Join(parts, "-")
+}
+
+// spreadRow is scenario 10's row.
+func spreadRow(s *spreadResult) row {
+	var acquired []string
+	for _, name := range s.orphaned {
+		if d, ok := s.acquired[name]; ok {
+			acquired = append(acquired, fmt.Sprintf("%s %s", name, secs(d)))
+		}
+	}
+	return row{
+		number: "10", scenario: "A Lease per controller: spread over 3 replicas, kill -9 of one",
+		size: fmt.Sprintf("%d cached objects, 4 controllers (cleanup included), 3 replicas; lease %s, renew %s, retry %s",
+			s.objects, s.lease, s.renew, s.retry),
+		raw: "—",
+		manager: fmt.Sprintf("divided %s (%s) %s after start; kill -9 of %s (%d Leases): all four led again after %s, divided %s (%s)",
+			divisionCounts(s.before, spreadReplicas), divisionString(s.before), secs(s.allLed), s.victim, len(s.orphaned), secs(s.reled),
+			divisionCounts(s.after, spreadReplicas-1), divisionString(s.after)),
+		ratio:  "—",
+		writes: "—",
+		where: fmt.Sprintf("orphaned Leases acquired (acquireTime) after: %s; expected: the lease duration, plus the survivors' jittered retry (1 to 2.2 retry periods), plus the spread delay (2 retry periods per Lease a survivor already holds)",
+			strings.Join(acquired, ", ")),
+	}
+}
