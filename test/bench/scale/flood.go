@@ -63,8 +63,14 @@ type floodRun struct {
 	// createdAfter from it leading to the fresh App's create returning.
 	ledAfter, createdAfter time.Duration
 	// firstReconcile is from the create to the fresh App's Deployment
-	// arriving on a watch: its first reconcile's first write.
-	firstReconcile time.Duration
+	// arriving on a watch: its first reconcile's first write. appSeen is
+	// from the create to the App itself arriving on a watch of this
+	// command's: what the API server's watch path alone takes.
+	firstReconcile, appSeen time.Duration
+	// leftBehind is the App queue's depth read once the fresh App's
+	// Deployment arrived: keys of the pass that the fresh App overtook
+	// (about 0 with the FIFO, which served it last).
+	leftBehind int
 	// drained is from the create to the App queue being empty.
 	drained time.Duration
 	// background is the cluster's write rate before the run, objects/s.
@@ -139,7 +145,7 @@ func scenarioFlood(ctx context.Context, c *cluster, cfg config, l *e2eframework.
 			run.background = rate
 			logger.Info("Flood measured", "apps", n, "queue", kind, "standbyDepth", run.standbyDepth,
 				"queued", run.queued, "low", run.low, "high", run.high, "ledAfter", run.ledAfter, "createdAfter", run.createdAfter,
-				"firstReconcile", run.firstReconcile, "drained", run.drained, "backgroundWritesPerSecond", rate)
+				"firstReconcile", run.firstReconcile, "appSeen", run.appSeen, "leftBehind", run.leftBehind, "drained", run.drained, "backgroundWritesPerSecond", rate)
 			size.runs[kind] = run
 		}
 		res.sizes = append(res.sizes, size)
@@ -185,6 +191,11 @@ func floodOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Laun
 		return run, err
 	}
 	defer deployments.Stop()
+	apps, err := c.crd.AppV1beta1().Apps(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + fresh})
+	if err != nil {
+		return run, err
+	}
+	defer apps.Stop()
 
 	m, err := startBinaryManager(ctx, l, fmt.Sprintf("flood-%s-%d", kind, n), append([]string{
 		"--leader-elect=true", "--standby=warm",
@@ -261,14 +272,26 @@ func floodOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Laun
 		return run, fmt.Errorf("only %d of the %d Apps were still queued when the fresh App was created; the takeover pass was no flood", run.queued, n)
 	}
 	timeout := time.After(5 * time.Minute)
-	for run.firstReconcile == 0 {
+	for run.firstReconcile == 0 || run.appSeen == 0 {
 		select {
 		case ev, ok := <-deployments.ResultChan():
 			if !ok {
 				return run, fmt.Errorf("the watch on Deployment %s/%s closed", ns, fresh)
 			}
-			if ev.Type == watch.Added {
+			if ev.Type == watch.Added && run.firstReconcile == 0 {
 				run.firstReconcile = time.Since(created)
+				q, err := appQueue(ctx, m)
+				if err != nil {
+					return run, err
+				}
+				run.leftBehind = q.depth
+			}
+		case ev, ok := <-apps.ResultChan():
+			if !ok {
+				return run, fmt.Errorf("the watch on App %s/%s closed", ns, fresh)
+			}
+			if ev.Type == watch.Added && run.appSeen == 0 {
+				run.appSeen = time.Since(created)
 			}
 		case <-timeout:
 			return run, fmt.Errorf("no Deployment for the fresh App %s within 5 minutes", fresh)
@@ -342,8 +365,8 @@ func floodRows(f *floodResult) ([]row, []verdict) {
 			if r.low >= 0 {
 				split = fmt.Sprintf(" (%d low, %d high)", r.low, r.high)
 			}
-			parts = append(parts, fmt.Sprintf("%s: %d keys queued on the standby, %d%s left when the fresh App was created %s after the takeover (Lease released → led %s); the pass drained %s after the create; cluster background %.1f writes/s",
-				kind, r.standbyDepth, r.queued, split, secs(r.createdAfter), secs(r.ledAfter), secs(r.drained), r.background))
+			parts = append(parts, fmt.Sprintf("%s: %d keys queued on the standby, %d%s left when the fresh App was created %s after the takeover (Lease released → led %s), %d still queued when its Deployment arrived; the pass drained %s after the create; the fresh App itself reached a watch after %s; cluster background %.1f writes/s",
+				kind, r.standbyDepth, r.queued, split, secs(r.createdAfter), secs(r.ledAfter), r.leftBehind, secs(r.drained), secs(r.appSeen), r.background))
 		}
 		rows = append(rows, row{
 			number: "9", scenario: "Fresh change under a flood: one App created right after a warm standby takes over with every App queued",
