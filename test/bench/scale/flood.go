@@ -73,6 +73,10 @@ type floodRun struct {
 	leftBehind int
 	// drained is from the create to the App queue being empty.
 	drained time.Duration
+	// idle is the same first reconcile for an App created once the pass
+	// had drained: what the create, the reconcile and the watches take on
+	// this machine with nothing queued, the floor of firstReconcile.
+	idle time.Duration
 	// background is the cluster's write rate before the run, objects/s.
 	background float64
 }
@@ -145,7 +149,7 @@ func scenarioFlood(ctx context.Context, c *cluster, cfg config, l *e2eframework.
 			run.background = rate
 			logger.Info("Flood measured", "apps", n, "queue", kind, "standbyDepth", run.standbyDepth,
 				"queued", run.queued, "low", run.low, "high", run.high, "ledAfter", run.ledAfter, "createdAfter", run.createdAfter,
-				"firstReconcile", run.firstReconcile, "appSeen", run.appSeen, "leftBehind", run.leftBehind, "drained", run.drained, "backgroundWritesPerSecond", rate)
+				"firstReconcile", run.firstReconcile, "appSeen", run.appSeen, "leftBehind", run.leftBehind, "drained", run.drained, "idle", run.idle, "backgroundWritesPerSecond", rate)
 			size.runs[kind] = run
 		}
 		res.sizes = append(res.sizes, size)
@@ -196,6 +200,12 @@ func floodOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Laun
 		return run, err
 	}
 	defer apps.Stop()
+	idleApp := fmt.Sprintf("idle-%s-%d-%d", kind, n, stamp)
+	idleDeployments, err := c.kube.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + idleApp})
+	if err != nil {
+		return run, err
+	}
+	defer idleDeployments.Stop()
 
 	m, err := startBinaryManager(ctx, l, fmt.Sprintf("flood-%s-%d", kind, n), append([]string{
 		"--leader-elect=true", "--standby=warm",
@@ -307,8 +317,34 @@ func floodOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Laun
 		return run, fmt.Errorf("waiting for the pass to drain: %w", err)
 	}
 	run.drained = time.Since(created)
-	// Every run creates its own fresh App; this one and its children go.
-	return run, c.crd.AppV1beta1().Apps(ns).Delete(ctx, fresh, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+
+	// The floor: the same for an App created with nothing queued.
+	if _, err := c.crd.AppV1beta1().Apps(ns).Create(ctx, floodApp(idleApp), metav1.CreateOptions{}); err != nil {
+		return run, err
+	}
+	idleCreated := time.Now()
+	for run.idle == 0 {
+		select {
+		case ev, ok := <-idleDeployments.ResultChan():
+			if !ok {
+				return run, fmt.Errorf("the watch on Deployment %s/%s closed", ns, idleApp)
+			}
+			if ev.Type == watch.Added {
+				run.idle = time.Since(idleCreated)
+			}
+		case <-time.After(time.Minute):
+			return run, fmt.Errorf("no Deployment for the App %s within a minute", idleApp)
+		case <-ctx.Done():
+			return run, ctx.Err()
+		}
+	}
+	// Every run creates its own Apps; these and their children go.
+	for _, name := range []string{fresh, idleApp} {
+		if err := c.crd.AppV1beta1().Apps(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+			return run, err
+		}
+	}
+	return run, nil
 }
 
 // queueDepth is one scrape of the App controller's queue metrics.
@@ -365,8 +401,8 @@ func floodRows(f *floodResult) ([]row, []verdict) {
 			if r.low >= 0 {
 				split = fmt.Sprintf(" (%d low, %d high)", r.low, r.high)
 			}
-			parts = append(parts, fmt.Sprintf("%s: %d keys queued on the standby, %d%s left when the fresh App was created %s after the takeover (Lease released → led %s), %d still queued when its Deployment arrived; the pass drained %s after the create; the fresh App itself reached a watch after %s; cluster background %.1f writes/s",
-				kind, r.standbyDepth, r.queued, split, secs(r.createdAfter), secs(r.ledAfter), r.leftBehind, secs(r.drained), secs(r.appSeen), r.background))
+			parts = append(parts, fmt.Sprintf("%s: %d keys queued on the standby, %d%s left when the fresh App was created %s after the takeover (Lease released → led %s), %d still queued when its Deployment arrived; the pass drained %s after the create; an App created then, with nothing queued, was first reconciled after %s; the fresh App itself reached a watch %s after its create returned; cluster background %.1f writes/s",
+				kind, r.standbyDepth, r.queued, split, secs(r.createdAfter), secs(r.ledAfter), r.leftBehind, secs(r.drained), secs(r.idle), secs(r.appSeen), r.background))
 		}
 		rows = append(rows, row{
 			number: "9", scenario: "Fresh change under a flood: one App created right after a warm standby takes over with every App queued",
