@@ -303,7 +303,20 @@ func (x *runner) deleteChildren(ctx context.Context, r *rand.Rand) error {
 	return x.deleteAll(ctx, keys)
 }
 
-// deleteClaims deletes Pipelines' PVCs: their Retain volumes go Released.
+// claimGoneTimeout bounds how long deleteClaims keeps deleting the pods
+// that hold a deleted claim before it carries on; a claim still there then
+// shows up in the convergence check.
+const claimGoneTimeout = time.Minute
+
+// deleteClaims does what a user who wants a Pipeline's storage gone must
+// do: delete the PVC, and then the pods that use it. Kubernetes keeps a
+// claim that a scheduled pod uses (pvc-protection) until that pod is gone,
+// so a claim deleted under running steps stays Terminating for as long as
+// they run; the step Deployments' new pods are not scheduled while the
+// claim is being deleted, and do not hold it. Once the claim is gone, its
+// Retain volume still names the old claim's UID; the controller must create
+// the claim again, release the stale claimRef, and the steps run again.
+// The controller leaves running pods alone: see docs/reliability.md.
 func (x *runner) deleteClaims(ctx context.Context, r *rand.Rand) error {
 	claims, err := x.ownedChildren(ctx, "persistentvolumeclaims", "Pipeline")
 	if err != nil {
@@ -312,10 +325,79 @@ func (x *runner) deleteClaims(ctx context.Context, r *rand.Rand) error {
 	var keys []objectKey
 	for _, c := range pickN(r, claims, 2) {
 		keys = append(keys, c.key)
+		// Two changes: the claim, and the steps' pods.
+		x.w.disturb(c.owner)
 		x.w.disturb(c.owner)
 	}
-	x.w.logf("deleting claims %v", keys)
-	return x.deleteAll(ctx, keys)
+	x.w.logf("deleting claims %v, then the pods that use them", keys)
+	for _, k := range keys {
+		if err := x.deleteClaimAndPods(ctx, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteClaimAndPods deletes the claim, then, until that claim is gone, the
+// scheduled pods that use it.
+func (x *runner) deleteClaimAndPods(ctx context.Context, k objectKey) error {
+	claims, pods := x.w.c.Kube.CoreV1().PersistentVolumeClaims(k.namespace), x.w.c.Kube.CoreV1().Pods(k.namespace)
+	var uid types.UID
+	err := retrying(ctx, "deleting "+k.String(), func(ctx context.Context) error {
+		pvc, err := claims.Get(ctx, k.name, metav1.GetOptions{})
+		if isNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		uid = pvc.UID
+		if err := claims.Delete(ctx, k.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !isNotFound(err) {
+			return err
+		}
+		return nil
+	})
+	if err != nil || uid == "" {
+		return err
+	}
+	begin := time.Now()
+	deleted := map[types.UID]bool{}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, claimGoneTimeout, true, func(ctx context.Context) (bool, error) {
+		switch pvc, err := claims.Get(ctx, k.name, metav1.GetOptions{}); {
+		case isNotFound(err) || err == nil && pvc.UID != uid:
+			return true, nil
+		case err != nil:
+			return false, nil // the API server may be restarting
+		}
+		l, err := pods.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, pod := range l.Items {
+			if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil || deleted[pod.UID] || !usesClaim(&pod, k.name) {
+				continue
+			}
+			podUID := pod.UID
+			err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &podUID}})
+			if err == nil || isNotFound(err) || apierrors.IsConflict(err) {
+				deleted[pod.UID] = true
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		x.w.logf("claim %s (uid %s) still there %v after its deletion, %d pods deleted: %v", k, uid, claimGoneTimeout, len(deleted), err)
+		return nil
+	}
+	x.w.logf("claim %s (uid %s) gone %v after its deletion, %d pods deleted", k, uid, time.Since(begin).Round(100*time.Millisecond), len(deleted))
+	return nil
+}
+
+// usesClaim reports whether pod mounts the claim name.
+func usesClaim(pod *corev1.Pod, name string) bool {
+	return slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == name
+	})
 }
 
 // deleteNamespace deletes a namespace with everything in it. The Apps of
