@@ -13,8 +13,10 @@
 package leaseguard
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -75,22 +77,34 @@ func (g *Guard) Lost() {
 // Check returns nil when a write may be sent now, else an error wrapping
 // ErrLeaseNotHeld.
 func (g *Guard) Check() error {
+	_, err := g.remaining()
+	return err
+}
+
+// remaining returns how long writes may still be sent, or an error wrapping
+// ErrLeaseNotHeld when they may not.
+func (g *Guard) remaining() (time.Duration, error) {
 	g.mu.Lock()
 	renewed := g.renewed
 	g.mu.Unlock()
 	if renewed.IsZero() {
-		return fmt.Errorf("lease %s: %w (not leading)", g.name, ErrLeaseNotHeld)
+		return 0, fmt.Errorf("lease %s: %w (not leading)", g.name, ErrLeaseNotHeld)
 	}
-	if age := g.now().Sub(renewed); age > g.renewDeadline {
-		return fmt.Errorf("lease %s: %w (last renewed %s ago, renew deadline %s)",
+	age := g.now().Sub(renewed)
+	if age > g.renewDeadline {
+		return 0, fmt.Errorf("lease %s: %w (last renewed %s ago, renew deadline %s)",
 			g.name, ErrLeaseNotHeld, age.Round(time.Millisecond), g.renewDeadline)
 	}
-	return nil
+	return g.renewDeadline - age, nil
 }
 
 // WrapTransport returns rt refusing writes (every method but GET, HEAD and
-// OPTIONS) while Check fails. Use it as a rest.Config's WrapTransport for
-// the clients that write on the leader's behalf.
+// OPTIONS) while Check fails, and cancelling a write it let through that
+// has not completed when the renew deadline it was checked against passes:
+// a write held up on its way (dialling an API server that is restarting,
+// a pause mid-request) would otherwise reach the server after the Lease
+// may have passed on. Use it as a rest.Config's WrapTransport for the
+// clients that write on the leader's behalf.
 func (g *Guard) WrapTransport(rt http.RoundTripper) http.RoundTripper {
 	return &guardedTransport{guard: g, next: rt}
 }
@@ -103,14 +117,43 @@ type guardedTransport struct {
 func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch req.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
-	default:
-		if err := t.guard.Check(); err != nil {
-			refusedWrites.WithLabelValues(t.guard.name).Inc()
-			if req.Body != nil {
-				_ = req.Body.Close() // a RoundTripper must close the body, even on error
-			}
-			return nil, fmt.Errorf("refusing %s %s: %w", req.Method, req.URL.Path, err)
-		}
+		return t.next.RoundTrip(req)
 	}
-	return t.next.RoundTrip(req)
+	left, err := t.guard.remaining()
+	if err != nil {
+		refusedWrites.WithLabelValues(t.guard.name).Inc()
+		if req.Body != nil {
+			_ = req.Body.Close() // a RoundTripper must close the body, even on error
+		}
+		return nil, fmt.Errorf("refusing %s %s: %w", req.Method, req.URL.Path, err)
+	}
+	expired := fmt.Errorf("lease %s: %w (a %s of %s not completed within the renew deadline %s)",
+		t.guard.name, ErrLeaseNotHeld, req.Method, req.URL.Path, t.guard.renewDeadline)
+	ctx, cancel := context.WithTimeoutCause(req.Context(), left, expired)
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		if context.Cause(ctx) == expired {
+			refusedWrites.WithLabelValues(t.guard.name).Inc()
+			err = fmt.Errorf("%w: %w", expired, err)
+		}
+		cancel()
+		return nil, err
+	}
+	// The response body is read after RoundTrip returns: the context ends
+	// when it is closed.
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose cancels a request's context when its response body is
+// closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }

@@ -3,6 +3,7 @@ package leaseguard
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -212,4 +213,68 @@ func TestLockDoesNotReleaseAnothersLease(t *testing.T) {
 	if len(inner.updates) != 1 {
 		t.Fatalf("our own Lease was not released: %+v", inner.updates)
 	}
+}
+
+// slowTransport stands for a connection to an API server that is
+// restarting: a request waits delay (dialling, TLS) before it reaches the
+// server, unless its context ends first.
+type slowTransport struct {
+	delay     time.Duration
+	delivered chan time.Time
+}
+
+func (s *slowTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	select {
+	case <-time.After(s.delay):
+		s.delivered <- time.Now()
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+}
+
+// A write the guard lets through must not reach the API server after the
+// renew deadline either: one checked just in time and then held up on its
+// way (an API server restarting, the process paused mid-dial) would land
+// when a standby may lead. The chaos suite saw a status update received
+// 7.1 s after the last renewal (lease 6 s, renew deadline 4 s), sent while
+// kube-apiserver restarted.
+func TestTransportWriteCannotLandAfterTheRenewDeadline(t *testing.T) {
+	g := New("test", 200*time.Millisecond)
+	next := &slowTransport{delay: time.Second, delivered: make(chan time.Time, 1)}
+	rt := g.WrapTransport(next)
+	renewed := time.Now()
+	g.Renewed(renewed)
+
+	req, err := http.NewRequest(http.MethodPut, "https://apiserver/apis/x/v1/things/a", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := rt.RoundTrip(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	select {
+	case at := <-next.delivered:
+		t.Fatalf("the write reached the server %v after the renewal, past the %v renew deadline (err %v)",
+			at.Sub(renewed).Round(time.Millisecond), 200*time.Millisecond, err)
+	default:
+	}
+	if !errors.Is(err, ErrLeaseNotHeld) {
+		t.Errorf("RoundTrip error = %v, want one wrapping ErrLeaseNotHeld", err)
+	}
+
+	// A write that completes in time is not affected, and its body stays
+	// readable until closed.
+	g.Renewed(time.Now())
+	fast := &slowTransport{delay: 0, delivered: make(chan time.Time, 1)}
+	req, _ = http.NewRequest(http.MethodPut, "https://apiserver/apis/x/v1/things/a", strings.NewReader("{}"))
+	resp, err = g.WrapTransport(fast).RoundTrip(req)
+	if err != nil {
+		t.Fatalf("a write within the deadline: %v", err)
+	}
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Errorf("reading the body: %v", err)
+	}
+	resp.Body.Close()
 }
