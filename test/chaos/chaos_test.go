@@ -14,7 +14,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
@@ -103,11 +105,17 @@ func TestChaos(t *testing.T) {
 	// The managers run the controllers only (the launcher's default,
 	// --webhooks=false): nothing serves the webhook Service, and the
 	// webhooks fail closed, so their configurations go, as test/e2e does
-	// where the API server cannot call the processes. The CRDs' CEL rules
-	// still validate; the suite reads and writes only the stored version,
-	// so no conversion is called. test/e2e covers the webhooks with a
-	// replica killed.
+	// where the API server cannot call the processes, and the CRDs convert
+	// without a webhook: the namespace controller lists every served
+	// version of what a deleted namespace holds, and a conversion webhook
+	// nobody serves kept the Pipelines' namespace Terminating for good. The
+	// CRDs' CEL rules still validate; the managers and the suite use only
+	// the stored version. test/e2e covers the webhooks with a replica
+	// killed.
 	if err := cluster.RemoveWebhookConfigurations(setupCtx); err != nil {
+		t.Fatal(err)
+	}
+	if err := withoutConversionWebhooks(setupCtx, cluster); err != nil {
 		t.Fatal(err)
 	}
 	var kubeconfigs []string
@@ -419,4 +427,25 @@ func (f *figures) appendRow(path string) error {
 	_, err = fmt.Fprintf(file, "| %s | %d | %d (%s) | %v | %d | %d | %d | %d | %v | %d |\n", f.mode, f.seed, f.steps, f.kinds(), f.faultPhase.Round(time.Second),
 		f.writes, f.statusWrites, f.holderChanges, f.leaseLostExits, f.convergence.Round(100*time.Millisecond), f.violationCount())
 	return err
+}
+
+// withoutConversionWebhooks sets the installed CRDs' conversion strategy to
+// None.
+func withoutConversionWebhooks(ctx context.Context, c *framework.Cluster) error {
+	crds, err := controlplane.CRDs()
+	if err != nil {
+		return err
+	}
+	client, err := apiextensionsclient.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	patch := []byte(`{"spec":{"conversion":{"strategy":"None","webhook":null}}}`)
+	for _, crd := range crds {
+		if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, crd.Name, types.MergePatchType, patch,
+			metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("turning off the conversion webhook of CRD %s: %w", crd.Name, err)
+		}
+	}
+	return nil
 }

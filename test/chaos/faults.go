@@ -58,9 +58,12 @@ func (x *runner) run(ctx context.Context, s step) error {
 		}
 		d := leaseDuration + 3*time.Second
 		x.w.logf("SIGSTOP %s (pid %d, holder %s) for %v", p.Name, p.Pid(), holder, d)
-		err = x.sup.pause(ctx, p, d)
+		if err := x.sup.pause(ctx, p, d); err != nil {
+			return err
+		}
 		x.w.logf("SIGCONT %s", p.Name)
-		return err
+		x.aftermath(ctx, p, holder)
+		return nil
 	case restartAPIServer:
 		x.w.logf("restarting kube-apiserver")
 		return x.w.c.ControlPlane.RestartAPIServer(ctx)
@@ -111,9 +114,49 @@ func (x *runner) waitLeader(ctx context.Context) (*framework.Process, string, er
 	return p, holder, nil
 }
 
+// aftermathBound bounds how long a step waits for the leader it paused or
+// stole the Lease from to react: a manager that finds its Lease lost exits
+// within about two seconds (README), more on a loaded machine.
+const aftermathBound = 15 * time.Second
+
+// aftermath waits, at most aftermathBound, until p, which held the Lease as
+// holder before a pause or a theft, has either exited (it lost the Lease, as
+// it must on seeing another holder) or holds the Lease again, renewed since
+// the fault (nobody took it meanwhile). That exit is the fault's own
+// consequence and belongs to the fault phase: without the wait, a pause or
+// theft late in the schedule let the exit land after convergence, where any
+// exit is a crash. A process that neither exits nor leads by then is left
+// to the invariants.
+func (x *runner) aftermath(ctx context.Context, p *framework.Process, holder string) {
+	begin := time.Now()
+	var now string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, aftermathBound, true, func(ctx context.Context) (bool, error) {
+		if p.Exited() {
+			return true, nil
+		}
+		l, err := x.w.c.Kube.CoordinationV1().Leases(framework.ManagerNamespace).Get(ctx, framework.LeaseName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil // the API server may be restarting
+		}
+		// Renewed by p since the fault, not merely still naming it.
+		now = ptr.Deref(l.Spec.HolderIdentity, "")
+		return now == holder && l.Spec.RenewTime != nil && l.Spec.RenewTime.After(begin), nil
+	})
+	switch {
+	case p.Exited():
+		x.w.logf("%s exited (%s) %v after the fault", p.Name, p.ExitDescription(), time.Since(begin).Round(100*time.Millisecond))
+	case err == nil:
+		x.w.logf("%s leads again", p.Name)
+	default:
+		x.w.logf("%s neither exited nor leads %v after the fault (holder %q)", p.Name, aftermathBound, now)
+	}
+}
+
 // steal writes the Lease by hand to a holder that is no manager, as a
-// confused operator or a split network would, and never renews it.
+// confused operator or a split network would, and never renews it; then
+// waits for the aftermath on the process it was stolen from.
 func (x *runner) steal(ctx context.Context) error {
+	victim, _, _ := x.sup.leader(ctx, x.w.c)
 	var from string
 	err := retrying(ctx, "stealing the Lease", func(ctx context.Context) error {
 		leases := x.w.c.Kube.CoordinationV1().Leases(framework.ManagerNamespace)
@@ -129,7 +172,15 @@ func (x *runner) steal(ctx context.Context) error {
 		return err
 	})
 	x.w.logf("stole the Lease from %s", from)
-	return err
+	if err != nil {
+		return err
+	}
+	if victim != nil && victim.LogContains(`identity="`+from+`"`) {
+		// It may lead again only by acquiring the Lease after the thief's
+		// expires, which its exit on seeing the thief precludes.
+		x.aftermath(ctx, victim, from)
+	}
+	return nil
 }
 
 // childResources are the resources the controllers write children of.

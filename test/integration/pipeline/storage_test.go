@@ -81,3 +81,93 @@ func claimRefUID(pv *corev1.PersistentVolume) types.UID {
 	}
 	return pv.Spec.ClaimRef.UID
 }
+
+// A claim deleted while the steps' pods use it stays Terminating
+// (pvc-protection) until no scheduled pod uses it: that is Kubernetes'
+// design, and the controller keeps out of it. It neither deletes the pods
+// nor strips the finalizer; it reports the claim as being deleted. Once the
+// pods are gone (the user deletes them; their replacements are not scheduled
+// while the claim is being deleted), it creates the claim again and the
+// Retain volume binds to it (docs/reliability.md, delete-claims).
+func TestClaimDeletedUnderRunningStepsComesBackOnceThePodsGo(t *testing.T) {
+	ctx := context.Background()
+	e := setup(t, nil)
+	ns := framework.CreateNamespace(t, e.kube)
+	if err := cp.CreateFakeNodes(ctx, "claim-node"); err != nil {
+		t.Fatal(err)
+	}
+	p := e.create(newPipeline("claim-in-use", ns, step("a", "claim-node")))
+	storage := *e.ready(p.Name).Status.Storage
+	claims, pods := e.kube.CoreV1().PersistentVolumeClaims(ns), e.kube.CoreV1().Pods(ns)
+	old, err := claims.Get(ctx, storage.PVCName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	using := func(ctx context.Context) ([]corev1.Pod, error) {
+		l, err := pods.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		var out []corev1.Pod
+		for _, pod := range l.Items {
+			for _, v := range pod.Spec.Volumes {
+				if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == storage.PVCName && pod.Spec.NodeName != "" {
+					out = append(out, pod)
+				}
+			}
+		}
+		return out, nil
+	}
+	running, err := using(ctx)
+	if err != nil || len(running) == 0 {
+		t.Fatalf("no scheduled pod uses claim %s (%v)", storage.PVCName, err)
+	}
+
+	if err := claims.Delete(ctx, storage.PVCName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitCondition(p.Name, pipelinev1beta1.ConditionStorageReady, metav1.ConditionFalse, "is being deleted")
+	// The controller has seen the claim Terminating and left it and the
+	// pods alone.
+	pvc, err := claims.Get(ctx, storage.PVCName, metav1.GetOptions{})
+	if err != nil || pvc.UID != old.UID || pvc.DeletionTimestamp == nil {
+		t.Fatalf("want claim %s (uid %s) Terminating under its pods; got %v, err %v", storage.PVCName, old.UID, pvc, err)
+	}
+	for _, pod := range running {
+		now, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil || now.UID != pod.UID || now.DeletionTimestamp != nil {
+			t.Errorf("pod %s was deleted while its claim was Terminating (err %v); only the user deletes it", pod.Name, err)
+		}
+	}
+
+	// The user deletes the pods that keep the claim.
+	framework.Eventually(t, timeout, "the old claim to be gone once its pods are", func(ctx context.Context) (bool, error) {
+		pvc, err := claims.Get(ctx, storage.PVCName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && pvc.UID != old.UID) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		scheduled, err := using(ctx)
+		if err != nil {
+			return false, err
+		}
+		for _, pod := range scheduled {
+			if pod.DeletionTimestamp == nil {
+				if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					return false, err
+				}
+			}
+		}
+		return false, fmt.Errorf("claim %s still there, %d scheduled pods use it", old.UID, len(scheduled))
+	})
+	got := e.ready(p.Name)
+	pvc, err = claims.Get(ctx, storage.PVCName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pvc.UID == old.UID || pvc.Status.Phase != corev1.ClaimBound {
+		t.Errorf("claim %s is %s with uid %s, want a new claim Bound (old uid %s); status %s", pvc.Name, pvc.Status.Phase, pvc.UID, old.UID, describeStatus(got))
+	}
+}
