@@ -54,7 +54,7 @@ test-integration: controlplane ## Integration tests against a real etcd and kube
 	go test $(TEST_FLAGS) ./test/integration/... ./pkg/testing/...
 
 .PHONY: test
-test: controlplane verify build ## Everything CI runs: verify, unit, integration and e2e tests.
+test: controlplane verify build ## Everything CI runs: verify, unit, integration, e2e and fault-injection (test/chaos, CI mode) tests.
 	E2E_MANAGER_BINARY=$(MANAGER_BINARY) go test $(TEST_FLAGS) ./...
 
 .PHONY: run
