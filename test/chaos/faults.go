@@ -456,17 +456,26 @@ func usesClaim(pod *corev1.Pod, name string) bool {
 // controller's to create again.
 func (x *runner) deleteNamespace(ctx context.Context, ns string) error {
 	x.w.logf("deleting namespace %s", ns)
+	// A change for every owner in it: its children go before it does, and
+	// its status follows (the soak saw an App report its Deployment gone,
+	// then a create refused in the terminating namespace, before the App
+	// itself went).
+	apps, pipelines, _, err := x.owners(ctx)
+	if err != nil {
+		return err
+	}
 	if ns == pipelineNamespace {
 		// Every Pipeline loses its children and its claim.
-		_, pipelines, _, err := x.owners(ctx)
-		if err != nil {
-			return err
-		}
 		for _, k := range pipelines {
 			x.w.disturb(k)
 		}
 	}
-	err := retrying(ctx, "deleting namespace "+ns, func(ctx context.Context) error {
+	for _, k := range apps {
+		if k.namespace == ns {
+			x.w.disturb(k)
+		}
+	}
+	err = retrying(ctx, "deleting namespace "+ns, func(ctx context.Context) error {
 		err := x.w.c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 		if isNotFound(err) {
 			return nil
