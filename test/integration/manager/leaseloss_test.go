@@ -185,15 +185,21 @@ func (l *stallingLock) Update(ctx context.Context, ler resourcelock.LeaderElecti
 
 func stealLease(t *testing.T, ns, name string) {
 	t.Helper()
+	stealLeaseFor(t, ns, name, time.Hour)
+}
+
+// stealLeaseFor makes the named Lease another holder's for d.
+func stealLeaseFor(t *testing.T, ns, name string, d time.Duration) {
+	t.Helper()
 	leases := cp.Client.CoordinationV1().Leases(ns)
-	framework.Eventually(t, 10*time.Second, "the Lease to be stolen", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, 10*time.Second, "the Lease "+name+" to be stolen", func(ctx context.Context) (bool, error) {
 		lease, err := leases.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		thief, long := "thief", int32(3600)
+		thief, seconds := "thief", int32(d/time.Second)
 		now := metav1.NewMicroTime(time.Now())
-		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &thief, &long
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &thief, &seconds
 		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
 		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 		return err == nil, err

@@ -39,7 +39,9 @@ func TestPerControllerRebuildsEveryControllerAfterLosingItsLease(t *testing.T) {
 	framework.Eventually(t, 60*time.Second, "the replica to lead every controller", allLed)
 
 	for _, c := range controllers {
-		takeLeaseBriefly(t, ns, "rebuild-"+c)
+		// Longer than the renew deadline, so that the replica loses the
+		// Lease, and short enough for it to win it back soon after.
+		stealLeaseFor(t, ns, "rebuild-"+c, 5*time.Second)
 		framework.Eventually(t, 15*time.Second, c+" to stop after its Lease was taken", func(context.Context) (bool, error) {
 			return !controllersLed(t, m)[c], nil
 		})
@@ -59,26 +61,6 @@ func TestPerControllerRebuildsEveryControllerAfterLosingItsLease(t *testing.T) {
 	}
 	framework.Eventually(t, 30*time.Second, "the rebuilt Ingress controller to create the Ingress", func(ctx context.Context) (bool, error) {
 		_, err := cp.Client.NetworkingV1().Ingresses(ns).Get(ctx, "after-rebuilds", metav1.GetOptions{})
-		return err == nil, nil
-	})
-}
-
-// takeLeaseBriefly makes the named Lease another holder's for 5 s: longer
-// than the renew deadline, so that its holder loses it, and short enough
-// for it to win the Lease back soon after.
-func takeLeaseBriefly(t *testing.T, ns, name string) {
-	t.Helper()
-	leases := cp.Client.CoordinationV1().Leases(ns)
-	framework.Eventually(t, 10*time.Second, "the Lease "+name+" to be taken", func(ctx context.Context) (bool, error) {
-		lease, err := leases.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		thief, short := "thief", int32(5)
-		now := metav1.NewMicroTime(time.Now())
-		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &thief, &short
-		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
-		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 		return err == nil, nil
 	})
 }
