@@ -34,8 +34,9 @@ const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/na
 
 // runWithLeaderElection runs the controllers' workers only while this
 // instance holds the Lease. A warm standby builds the controllers and syncs
-// their caches before it competes; a cold one only once it leads. On shutdown (ctx done) the controllers stop first, then the
-// Lease is released so a standby takes over within one retry period. Losing
+// their caches before it competes; a cold one only once it leads. On
+// shutdown (ctx done) the controllers stop first, then the Lease is
+// released; standbys watch it and try at once (see leasewake.go). Losing
 // the Lease while leading stops the controllers and returns
 // ErrLeaderElectionLost.
 func (m *Manager) runWithLeaderElection(ctx context.Context) error {
@@ -52,6 +53,8 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	attempts := &electionAttempts{}
+	lock = attempts.lock(lock)
 	// The controllers' clients refuse to write unless this Lease was renewed
 	// within the renew deadline (see pkg/leaseguard).
 	if m.wrapLock != nil {
@@ -84,8 +87,12 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 		stopElection()
 	})
 
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	waitWatch := watchRelease(watchCtx, el.client, namespace, le.ResourceName, attempts.wake)
+	defer func() { stopWatching(); waitWatch() }()
+
 	logger.Info("Waiting to acquire the lease", "lease", namespace+"/"+le.ResourceName, "identity", identity, "standby", m.opts.HA.Standby)
-	leaderelection.RunOrDie(electionCtx, leaderelection.LeaderElectionConfig{
+	err = attempts.run(electionCtx, leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   le.LeaseDuration.Duration,
 		RenewDeadline:   le.RenewDeadline.Duration,
@@ -131,7 +138,9 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 			},
 		},
 	})
-
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
 	if runErr != nil {
 		return runErr
 	}

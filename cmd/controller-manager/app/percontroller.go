@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
@@ -69,12 +70,17 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 	le := m.opts.LeaderElection
 	name := controllerLease(le.ResourceName, d.Name)
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "controller", d.Name, "lease", el.namespace+"/"+name)
+	attempts := &electionAttempts{}
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	waitWatch := watchRelease(watchCtx, el.client, el.namespace, name, attempts.wake)
+	defer func() { stopWatching(); waitWatch() }()
 	for ctx.Err() == nil {
 		lock, err := el.lock(name)
 		if err != nil {
 			logger.Error(err, "Cannot compete for the controller's Lease")
 			return
 		}
+		lock = attempts.lock(lock)
 		if m.wrapLock != nil {
 			lock = m.wrapLock(lock)
 		}
@@ -91,7 +97,9 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 			}
 			stopElection()
 		})
-		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		// Run returns when the Lease is lost or released; a controller that
+		// led has then been cancelled and stops within leaseLostGrace.
+		err = attempts.run(electionCtx, leaderelection.LeaderElectionConfig{
 			Lock:            sl,
 			LeaseDuration:   le.LeaseDuration.Duration,
 			RenewDeadline:   le.RenewDeadline.Duration,
@@ -119,17 +127,12 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 				},
 			},
 		})
-		if err != nil {
-			logger.Error(err, "Cannot compete for the controller's Lease")
-			stopOnShutdown()
-			stopElection()
-			return
-		}
-		// Run returns when the Lease is lost or released; a controller that
-		// led has then been cancelled and stops within leaseLostGrace.
-		elector.Run(electionCtx)
 		stopOnShutdown()
 		stopElection()
+		if err != nil {
+			logger.Error(err, "Cannot compete for the controller's Lease")
+			return
+		}
 		if !started.Load() {
 			return // shut down while standing by
 		}
@@ -213,32 +216,41 @@ type spreadLock struct {
 	s             *spread
 	leaseDuration time.Duration
 
-	mu   sync.Mutex
-	held bool
+	mu      sync.Mutex
+	held    bool
+	stamped restamp
 }
 
 func (l *spreadLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
-	return l.acquire(ctx, func() error { return l.Interface.Create(ctx, ler) })
+	return l.acquire(ctx, ler, l.Interface.Create)
 }
 
 func (l *spreadLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
 	l.mu.Lock()
-	held := l.held
+	held, stamped := l.held, l.stamped
 	l.mu.Unlock()
 	if held {
+		// The elector renews with the acquire time it stamped before the
+		// wait; keep the one that was written.
+		if ler.AcquireTime.Equal(&stamped.stale) {
+			ler.AcquireTime = stamped.fresh
+		}
 		err := l.Interface.Update(ctx, ler)
 		if err == nil && ler.HolderIdentity == "" {
 			l.lost() // released
 		}
 		return err
 	}
-	return l.acquire(ctx, func() error { return l.Interface.Update(ctx, ler) })
+	return l.acquire(ctx, ler, l.Interface.Update)
 }
 
 // acquire waits its turn, reads the Lease again (so that the write carries
 // what was read after the wait) and tries unless another replica holds it
-// by now.
-func (l *spreadLock) acquire(ctx context.Context, try func() error) (err error) {
+// by now. The record's times, stamped by the elector before the wait, are
+// stamped again, so that the Lease's acquireTime says when it was acquired.
+func (l *spreadLock) acquire(ctx context.Context, ler resourcelock.LeaderElectionRecord,
+	write func(context.Context, resourcelock.LeaderElectionRecord) error) (err error) {
+	try := func() error { return write(ctx, ler) }
 	wait, held := l.s.turn()
 	defer func() { l.s.done(err == nil) }()
 	if wait > 0 {
@@ -261,14 +273,22 @@ func (l *spreadLock) acquire(ctx context.Context, try func() error) (err error) 
 			return errTakenMeanwhile
 		}
 	}
+	stamped := restamp{stale: ler.AcquireTime, fresh: ler.AcquireTime}
+	if wait > 0 && ler.AcquireTime.Equal(&ler.RenewTime) { // a new acquisition, not this holder's reclaim
+		stamped.fresh = metav1.NewTime(time.Now())
+		ler.AcquireTime, ler.RenewTime = stamped.fresh, stamped.fresh
+	}
 	if err := try(); err != nil {
 		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.held = true
+	l.held, l.stamped = true, stamped
 	return nil
 }
+
+// restamp maps the acquire time the elector stamped to the one written.
+type restamp struct{ stale, fresh metav1.Time }
 
 // lost records that the Lease is no longer held.
 func (l *spreadLock) lost() {

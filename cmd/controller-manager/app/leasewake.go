@@ -1,0 +1,163 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+)
+
+// A standby's elector tries for its Lease once per retry period, jittered up
+// to 2.2 periods, so after a leader releases its Lease on shutdown the
+// standby would notice only 2 to 4.4 s later with the defaults. It therefore
+// also watches its Lease, one object by name, and when the watch shows the
+// Lease released it ends the waiting elector and starts a new one, whose
+// first try is immediate. A Lease that expires (its holder was killed) is
+// still noticed by the elector's own tries.
+
+// errAttemptEnded refuses a Lease write of an election attempt that was
+// ended to start a new one.
+var errAttemptEnded = errors.New("this election attempt was ended for a fresh one")
+
+// electionAttempts runs one Lease's election as a sequence of client-go
+// electors, ending the current one early (wake) only while it has not
+// acquired the Lease.
+type electionAttempts struct {
+	mu       sync.Mutex
+	cancel   context.CancelFunc // the current attempt's; nil between attempts
+	acquired bool               // the current attempt wrote the Lease for this identity
+	woken    bool               // the current attempt was ended by wake
+}
+
+// lock wraps the Lease's lock so that an attempt ended by wake can no longer
+// acquire: a write it still makes is refused, and one already on its way
+// that succeeds is reported as failed. The next attempt, with the same
+// identity, then finds itself the holder and renews, so the Lease is not
+// left held by nobody's elector.
+func (a *electionAttempts) lock(inner resourcelock.Interface) resourcelock.Interface {
+	return &attemptLock{Interface: inner, a: a}
+}
+
+// run runs electors with cfg, one after the other, until one ends other
+// than by wake: ctx is done, or the Lease was held and then lost or
+// released. cfg.Lock must come from a.lock. Callbacks.OnStoppedLeading runs
+// at the end of every attempt, as client-go calls it on every return.
+func (a *electionAttempts) run(ctx context.Context, cfg leaderelection.LeaderElectionConfig) error {
+	for {
+		attemptCtx, cancel := context.WithCancel(ctx)
+		a.begin(cancel)
+		elector, err := leaderelection.NewLeaderElector(cfg)
+		if err != nil {
+			cancel()
+			a.end()
+			return err
+		}
+		elector.Run(attemptCtx)
+		cancel()
+		if !a.end() || ctx.Err() != nil {
+			return nil
+		}
+		klog.FromContext(ctx).V(2).Info("The Lease was released; trying for it at once", "lease", cfg.Name)
+	}
+}
+
+func (a *electionAttempts) begin(cancel context.CancelFunc) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cancel, a.acquired, a.woken = cancel, false, false
+}
+
+// end closes the current attempt and says whether wake ended it.
+func (a *electionAttempts) end() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cancel = nil
+	return a.woken
+}
+
+// wake ends the current attempt if it is still trying to acquire.
+func (a *electionAttempts) wake() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cancel == nil || a.acquired || a.woken {
+		return
+	}
+	a.woken = true
+	a.cancel()
+}
+
+// write runs one Create or Update of the Lease for the current attempt.
+func (a *electionAttempts) write(holder, identity string, do func() error) error {
+	a.mu.Lock()
+	woken := a.woken
+	a.mu.Unlock()
+	if woken {
+		return errAttemptEnded
+	}
+	err := do()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.woken {
+		if err == nil {
+			return errAttemptEnded
+		}
+		return err
+	}
+	if err == nil && holder == identity {
+		a.acquired = true
+	}
+	return err
+}
+
+type attemptLock struct {
+	resourcelock.Interface
+	a *electionAttempts
+}
+
+func (l *attemptLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	return l.a.write(ler.HolderIdentity, l.Identity(), func() error { return l.Interface.Create(ctx, ler) })
+}
+
+func (l *attemptLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	return l.a.write(ler.HolderIdentity, l.Identity(), func() error { return l.Interface.Update(ctx, ler) })
+}
+
+// watchRelease calls wake whenever the Lease name in namespace goes from
+// held to released (no holder) or is deleted, until ctx is done. It is one
+// watch on one object; the returned function waits for it to stop.
+func watchRelease(ctx context.Context, client kubernetes.Interface, namespace, name string, wake func()) (wait func()) {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		}))
+	informer := factory.Coordination().V1().Leases().Informer()
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			if holder(oldObj) != "" && holder(newObj) == "" {
+				wake()
+			}
+		},
+		DeleteFunc: func(any) { wake() },
+	}); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot watch the Lease for its release; a standby notices it at its next retry", "lease", namespace+"/"+name)
+	}
+	factory.Start(ctx.Done())
+	return factory.Shutdown
+}
+
+func holder(obj any) string {
+	if l, ok := obj.(*coordinationv1.Lease); ok && l.Spec.HolderIdentity != nil {
+		return *l.Spec.HolderIdentity
+	}
+	return ""
+}
