@@ -199,6 +199,14 @@ func buildTable(res *results) ([]row, []verdict) {
 		})
 	}
 	if f := res.failover; f != nil {
+		// Issue 15's SIGTERM target is for a warm standby; a cold one also
+		// lists everything after taking over.
+		termTarget := func(standby string) time.Duration {
+			if standby == options.StandbyWarm {
+				return 2 * time.Second
+			}
+			return 5 * time.Second
+		}
 		killTarget := f.lease + 5*time.Second
 		for i, r := range f.runs {
 			size := fmt.Sprintf("%d cached objects, %s standby; lease %s, renew %s, retry %s", r.objects, r.standby, f.lease, f.renew, f.retry)
@@ -216,9 +224,9 @@ func buildTable(res *results) ([]row, []verdict) {
 				size:    size,
 				raw:     "—",
 				manager: fmt.Sprintf("Lease acquired after %s, first reconcile %s later (%s in all); old leader exited %d after %s", secs(r.termAcquired), secs(r.termReconcile), secs(r.termAcquired+r.termReconcile), r.termExit, secs(r.termExitAfter)),
-				ratio:   fmt.Sprintf("target ≤ 5 s: %s", check(r.termAcquired+r.termReconcile <= 5*time.Second)),
+				ratio:   fmt.Sprintf("target ≤ %s: %s", secs(termTarget(r.standby)), check(r.termAcquired+r.termReconcile <= termTarget(r.standby))),
 				writes:  "—",
-				where:   "the leader releases the Lease; the standby acquires it at its next retry (jittered: retry to 2.2 × retry)",
+				where:   "the leader releases the Lease; the standby, which watches it, tries at once, then (cold) syncs its caches",
 			})
 			if r.standby == options.StandbyWarm {
 				verdicts = append(verdicts, verdict{fmt.Sprintf("Warm standby, Lease acquired → first reconcile < 200 ms at %d objects", r.objects),
