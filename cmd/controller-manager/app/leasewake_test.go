@@ -43,11 +43,15 @@ func (l *memLock) write(ler resourcelock.LeaderElectionRecord) error {
 	return nil
 }
 
-func (l *memLock) Create(_ context.Context, ler resourcelock.LeaderElectionRecord) error { return l.write(ler) }
-func (l *memLock) Update(_ context.Context, ler resourcelock.LeaderElectionRecord) error { return l.write(ler) }
-func (l *memLock) RecordEvent(string)                                                    {}
-func (l *memLock) Identity() string                                                      { return l.id }
-func (l *memLock) Describe() string                                                      { return "mem/" + l.id }
+func (l *memLock) Create(_ context.Context, ler resourcelock.LeaderElectionRecord) error {
+	return l.write(ler)
+}
+func (l *memLock) Update(_ context.Context, ler resourcelock.LeaderElectionRecord) error {
+	return l.write(ler)
+}
+func (l *memLock) RecordEvent(string) {}
+func (l *memLock) Identity() string   { return l.id }
+func (l *memLock) Describe() string   { return "mem/" + l.id }
 
 func ours(id string) resourcelock.LeaderElectionRecord {
 	now := metav1.Now()

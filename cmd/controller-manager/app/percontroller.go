@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,14 +51,24 @@ func (m *Manager) runPerController(ctx context.Context) error {
 
 	spread := newSpread(le.RetryPeriod.Duration)
 	logger.Info("Competing for one Lease per controller", "namespace", el.namespace, "identity", el.identity)
+	// A controller that can no longer compete shuts the others down (they
+	// drain and release their Leases) and the process exits non-zero, to be
+	// restarted, rather than stay up without ever leading that controller.
+	runCtx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
 	var wg sync.WaitGroup
 	for i, d := range m.enabled {
 		first := set.controllers[i]
 		wg.Go(func() {
-			m.leadController(ctx, el, set, d, first, guards[d.Name], spread)
+			if err := m.leadController(runCtx, el, set, d, first, guards[d.Name], spread); err != nil {
+				fail(fmt.Errorf("controller %s: %w", d.Name, err))
+			}
 		})
 	}
 	wg.Wait()
+	if ctx.Err() == nil {
+		return context.Cause(runCtx)
+	}
 	return nil
 }
 
@@ -66,7 +77,7 @@ func (m *Manager) runPerController(ctx context.Context) error {
 // whose queue was shut down, is rebuilt on the running informers (they
 // replay their caches to its new handlers) and competes again.
 func (m *Manager) leadController(ctx context.Context, el *election, set *controllerSet, d ControllerDescriptor,
-	c Controller, guard *leaseguard.Guard, spread *spread) {
+	c Controller, guard *leaseguard.Guard, spread *spread) error {
 	le := m.opts.LeaderElection
 	name := controllerLease(le.ResourceName, d.Name)
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "controller", d.Name, "lease", el.namespace+"/"+name)
@@ -77,8 +88,7 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 	for ctx.Err() == nil {
 		lock, err := el.lock(name)
 		if err != nil {
-			logger.Error(err, "Cannot compete for the controller's Lease")
-			return
+			return err
 		}
 		lock = attempts.lock(lock)
 		if m.wrapLock != nil {
@@ -130,11 +140,10 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 		stopOnShutdown()
 		stopElection()
 		if err != nil {
-			logger.Error(err, "Cannot compete for the controller's Lease")
-			return
+			return err
 		}
 		if !started.Load() {
-			return // shut down while standing by
+			return nil // shut down while standing by
 		}
 		select {
 		case <-done:
@@ -142,15 +151,15 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 		}
 		if ctx.Err() != nil {
 			logger.Info("Stopped leading the controller and released its Lease")
-			return
+			return nil
 		}
 		logger.Info("Lost the controller's Lease; its reconciles were cancelled, the other controllers go on")
 		if c, err = set.build(ctx, d); err != nil {
-			logger.Error(err, "Cannot rebuild the controller after losing its Lease")
-			return
+			return fmt.Errorf("rebuilding it after it lost its Lease: %w", err)
 		}
 		m.status.setRunning([]Controller{c}, false)
 	}
+	return nil
 }
 
 // spread makes replicas share the controllers' Leases: a replica tries for

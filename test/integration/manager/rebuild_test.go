@@ -2,11 +2,15 @@ package manager
 
 import (
 	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
@@ -63,4 +67,49 @@ func TestPerControllerRebuildsEveryControllerAfterLosingItsLease(t *testing.T) {
 		_, err := cp.Client.NetworkingV1().Ingresses(ns).Get(ctx, "after-rebuilds", metav1.GetOptions{})
 		return err == nil, nil
 	})
+}
+
+// A controller that cannot be rebuilt after losing its Lease must not leave
+// the replica up without ever competing for it again: the manager stops
+// the other controllers, which release their Leases, and returns the error
+// (the binary exits 1 and is restarted).
+func TestPerControllerStopsWhenAControllerCannotBeRebuilt(t *testing.T) {
+	ctx := context.Background()
+	ns := framework.CreateNamespace(t, cp.Client)
+	registry := writers(ns, "w1", "w2")
+	var builds atomic.Int32
+	newW2 := registry[1].New
+	registry[1].New = func(ctx context.Context, cc app.ControllerContext) (app.Controller, error) {
+		if builds.Add(1) > 1 {
+			return nil, errors.New("injected: cannot build w2 again")
+		}
+		return newW2(ctx, cc)
+	}
+	m := framework.StartManagerWith(t, cp.Config, registry, func(o *options.Options) {
+		shortLease(ns, "unbuildable")(o)
+		o.Generic.Controllers = []string{"*"}
+		o.HA.PerController = true
+		o.Generic.ShutdownTimeout = 10 * time.Second
+	})
+	framework.Eventually(t, 60*time.Second, "the replica to lead both controllers", func(context.Context) (bool, error) {
+		led := controllersLed(t, m)
+		return led["w1"] && led["w2"], nil
+	})
+
+	stealLeaseFor(t, ns, "unbuildable-w2", 5*time.Second)
+	select {
+	case <-m.Done():
+		if err := m.Err(); err == nil || !strings.Contains(err.Error(), "cannot build w2 again") {
+			t.Fatalf("the manager returned %v, want the rebuild's error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the manager stayed up after it could not rebuild w2")
+	}
+	lease, err := cp.Client.CoordinationV1().Leases(ns).Get(ctx, "unbuildable-w1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
+		t.Errorf("w1's Lease is still held by %s after the manager stopped", *h)
+	}
 }
