@@ -123,6 +123,12 @@ func (c *Controller) updateStatus(ctx context.Context, app *appv1beta1.App, stat
 	// Optimistic concurrency: a conflict means the App changed since it was
 	// read, and the status computed from it is already stale.
 	result, err := c.crdClient.AppV1beta1().Apps(app.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: controller.FieldManager})
+	if apierrors.IsNotFound(err) {
+		// Deleted while it was reconciled: the deletion is on its way
+		// through the informer and there is nothing left to report on.
+		klog.FromContext(ctx).V(2).Info("The App was deleted before its status was written")
+		return nil
+	}
 	if err != nil {
 		return c.writeFailed(app, "update status of", "App", err)
 	}

@@ -191,6 +191,12 @@ func (c *Controller) updateStatus(ctx context.Context, p *pipelinev1beta1.Pipeli
 	updated.Status = status
 	written, err := c.crdClient.PipelineV1beta1().Pipelines().UpdateStatus(ctx, updated,
 		metav1.UpdateOptions{FieldManager: controller.FieldManager})
+	if apierrors.IsNotFound(err) {
+		// Deleted while it was reconciled: the deletion is on its way
+		// through the informer and there is nothing left to report on.
+		klog.FromContext(ctx).V(2).Info("The Pipeline was deleted before its status was written")
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("updating the status of Pipeline %s: %w", p.Name, err)
 	}

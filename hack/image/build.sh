@@ -2,6 +2,7 @@
 # Builds the manager's image with the Dockerfile (make docker-build).
 #
 #   hack/image/build.sh IMG [LDFLAGS]
+#   PREBUILT=1 hack/image/build.sh IMG [LDFLAGS]   the binary built here, not in Docker
 #
 # The Dockerfile needs BuildKit: `docker buildx` where installed, else the
 # BuildKit built into a Docker 20.10+ CLI (DOCKER_BUILDKIT=1). Base images:
@@ -63,6 +64,13 @@ else
   args+=($("$ROOT/hack/image/bases.sh"))
 fi
 [[ -z $LDFLAGS ]] || args+=(--build-arg "LDFLAGS=$LDFLAGS")
+if [[ ${PREBUILT:-} == 1 ]]; then
+  # The Makefile's build flags (no -trimpath), so that the compile reuses
+  # make build's cache and only the link runs again.
+  log "PREBUILT=1: building the binary on this machine into _output/image/"
+  (cd "$ROOT" && CGO_ENABLED=0 go build -ldflags "$LDFLAGS" -o _output/image/controller-manager ./cmd/controller-manager)
+  args+=(--build-arg BINARY=prebuilt)
+fi
 
 begin=$SECONDS
 # shellcheck disable=SC2086 # $cli is a command line

@@ -1,0 +1,30 @@
+package app
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/fake"
+)
+
+// An App deleted while it was reconciled is not a failure: writing its
+// status finds it gone, and the reconcile must neither fail, retry nor
+// record a Warning.
+func TestStatusOfADeletedAppIsNotAnError(t *testing.T) {
+	recorder := record.NewFakeRecorder(10)
+	c := &Controller{crdClient: fake.NewSimpleClientset(), recorder: recorder}
+	app := &appv1beta1.App{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone"}}
+	status := appv1beta1.AppStatus{ObservedGeneration: 1}
+	if err := c.updateStatus(context.Background(), app, status); err != nil {
+		t.Fatalf("updating the status of a deleted App returned %v, want nil", err)
+	}
+	select {
+	case e := <-recorder.Events:
+		t.Errorf("recorded %q for a deleted App", e)
+	default:
+	}
+}
