@@ -12,6 +12,7 @@ package controller
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/tools/cache"
@@ -83,24 +84,43 @@ func NewQueueOfKind(name string, kind QueueKind) Queue {
 }
 
 // Batched returns q with its high-priority adds delayed by period, so that
-// a burst of changes within the period costs one reconcile: the delaying
-// queue keeps one pending add per key. Low-priority adds (initial list,
-// resyncs) are not delayed: they wait behind real changes anyway.
+// a burst of changes within the period costs one reconcile: one pending add
+// per key, at the highest priority asked for. Low-priority adds (initial
+// list, resyncs) are not delayed: they wait behind real changes anyway.
 func Batched(q Queue, period time.Duration) Queue {
-	return batchedQueue{Queue: q, period: period}
+	return &batchedQueue{Queue: q, period: period, pending: map[Key]priorityqueue.Priority{}}
 }
 
+// batchedQueue delays with its own timers, not the queue's AddAfter:
+// client-go's delaying queue counts every AddAfter in
+// workqueue_retries_total, and a batched change is not a retry.
 type batchedQueue struct {
 	Queue
 	period time.Duration
+
+	mu      sync.Mutex
+	pending map[Key]priorityqueue.Priority
 }
 
-func (q batchedQueue) Add(key Key) { q.AddAfter(key, q.period) }
+func (q *batchedQueue) Add(key Key) { q.AddWithPriority(key, PriorityHigh) }
 
-func (q batchedQueue) AddWithPriority(key Key, p priorityqueue.Priority) {
-	if p > PriorityLow {
-		q.AddAfter(key, q.period)
+func (q *batchedQueue) AddWithPriority(key Key, p priorityqueue.Priority) {
+	if p <= PriorityLow {
+		q.Queue.AddWithPriority(key, p)
 		return
 	}
-	q.Queue.AddWithPriority(key, p)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if queued, ok := q.pending[key]; ok {
+		q.pending[key] = max(queued, p)
+		return
+	}
+	q.pending[key] = p
+	time.AfterFunc(q.period, func() {
+		q.mu.Lock()
+		p := q.pending[key]
+		delete(q.pending, key)
+		q.mu.Unlock()
+		q.Queue.AddWithPriority(key, p) // a no-op once the queue is shut down
+	})
 }
