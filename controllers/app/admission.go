@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/distribution/reference"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -112,8 +114,17 @@ func validateApp(app, old *appv1beta1.App) (field.ErrorList, []string) {
 			warnings = append(warnings, imageWarnings(imagePath, app.Spec.Image, ref)...)
 		}
 	}
+	// The CRD's enum rejects the same values first; the webhook agrees with
+	// it. An unchanged value is let be, as CRD validation ratcheting does.
+	if p := app.Spec.ImagePullPolicy; p != "" && (old == nil || old.Spec.ImagePullPolicy != p) && !slices.Contains(pullPolicies, p) {
+		errs = append(errs, field.NotSupported(field.NewPath("spec", "imagePullPolicy"), p, pullPolicies))
+	}
 	return errs, warnings
 }
+
+// pullPolicies are the values of spec.imagePullPolicy, as the CRD's enum
+// lists them.
+var pullPolicies = []corev1.PullPolicy{corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever}
 
 // imageWarnings warns about an image that may change under the App: no tag
 // (which means latest) or the tag latest, and no digest.

@@ -8,6 +8,7 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -157,6 +158,10 @@ func TestDefaulterIgnoresV1(t *testing.T) {
 
 func TestValidator(t *testing.T) {
 	withImage := func(app *appv1beta1.App, image string) *appv1beta1.App { app.Spec.Image = image; return app }
+	withPullPolicy := func(app *appv1beta1.App, p corev1.PullPolicy) *appv1beta1.App {
+		app.Spec.ImagePullPolicy = p
+		return app
+	}
 	inverted := map[string]string{appv1beta1.EnableIngressRequestedAnnotation: "false"}
 	cases := []struct {
 		name     string
@@ -195,6 +200,16 @@ func TestValidator(t *testing.T) {
 			"nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")},
 		{name: "unchanged image is not warned about again", op: admissionv1.Update,
 			app: withImage(betaApp("web", true, false, nil), "nginx"), old: withImage(betaApp("web", true, false, nil), "nginx")},
+		{name: "pull policy IfNotPresent", app: withPullPolicy(betaApp("web", true, false, nil), corev1.PullIfNotPresent)},
+		{name: "pull policy Never", app: withPullPolicy(betaApp("web", true, false, nil), corev1.PullNever)},
+		{name: "pull policy Always", app: withPullPolicy(betaApp("web", true, false, nil), corev1.PullAlways)},
+		{name: "pull policy not in the enum", app: withPullPolicy(betaApp("web", true, false, nil), "ifnotpresent"),
+			wantDenied: []string{"spec.imagePullPolicy", `Unsupported value: "ifnotpresent"`, `"Always", "IfNotPresent", "Never"`}},
+		{name: "pull policy changed to a value not in the enum", op: admissionv1.Update,
+			app: withPullPolicy(betaApp("web", true, false, nil), "Sometimes"), old: withPullPolicy(betaApp("web", true, false, nil), corev1.PullNever),
+			wantDenied: []string{"spec.imagePullPolicy", `Unsupported value: "Sometimes"`}},
+		{name: "update keeps a pull policy stored before the rule", op: admissionv1.Update,
+			app: withPullPolicy(betaApp("web", true, false, nil), "Sometimes"), old: withPullPolicy(betaApp("web", true, false, nil), "Sometimes")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -73,6 +73,20 @@ func controllerRef(app *appv1beta1.App) *metav1ac.OwnerReferenceApplyConfigurati
 // desiredDeployment is the App's Deployment: every field this controller
 // sets, and no other.
 func desiredDeployment(app *appv1beta1.App) *appsv1ac.DeploymentApplyConfiguration {
+	container := corev1ac.Container().
+		WithName(ContainerName).
+		WithImage(app.Spec.Image).
+		// The protocol is part of the list key: server-side apply
+		// needs it even though the server would default it.
+		WithPorts(corev1ac.ContainerPort().
+			WithContainerPort(portOf(app)).
+			WithProtocol(corev1.ProtocolTCP))
+	// Unset stays unset: the server defaults it, the apply configuration
+	// (and its hash) of an App without one stays what it was, and an
+	// apply that stops setting it hands the field back to the default.
+	if app.Spec.ImagePullPolicy != "" {
+		container.WithImagePullPolicy(app.Spec.ImagePullPolicy)
+	}
 	return appsv1ac.Deployment(app.Name, app.Namespace).
 		WithLabels(childLabels(app)).
 		WithOwnerReferences(controllerRef(app)).
@@ -81,14 +95,7 @@ func desiredDeployment(app *appv1beta1.App) *appsv1ac.DeploymentApplyConfigurati
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(app))).
 			WithTemplate(corev1ac.PodTemplateSpec().
 				WithLabels(childLabels(app)).
-				WithSpec(corev1ac.PodSpec().WithContainers(corev1ac.Container().
-					WithName(ContainerName).
-					WithImage(app.Spec.Image).
-					// The protocol is part of the list key: server-side apply
-					// needs it even though the server would default it.
-					WithPorts(corev1ac.ContainerPort().
-						WithContainerPort(portOf(app)).
-						WithProtocol(corev1.ProtocolTCP))))))
+				WithSpec(corev1ac.PodSpec().WithContainers(container))))
 }
 
 // desiredService is the App's ClusterIP Service, port → port.

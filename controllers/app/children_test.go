@@ -61,12 +61,19 @@ func checkChildMeta(t *testing.T, app *appv1beta1.App, obj metav1.Object) {
 
 func TestDesiredDeployment(t *testing.T) {
 	cases := []struct {
-		name         string
-		app          *appv1beta1.App
-		wantReplicas int32
-		wantPort     int32
+		name           string
+		app            *appv1beta1.App
+		wantReplicas   int32
+		wantPort       int32
+		wantPullPolicy corev1.PullPolicy
 	}{
 		{name: "as specified", app: testApp(), wantReplicas: 3, wantPort: 8080},
+		{name: "pull policy IfNotPresent", app: testApp(withPullPolicy(corev1.PullIfNotPresent)), wantReplicas: 3, wantPort: 8080,
+			wantPullPolicy: corev1.PullIfNotPresent},
+		{name: "pull policy Never", app: testApp(withPullPolicy(corev1.PullNever)), wantReplicas: 3, wantPort: 8080,
+			wantPullPolicy: corev1.PullNever},
+		{name: "pull policy Always", app: testApp(withPullPolicy(corev1.PullAlways)), wantReplicas: 3, wantPort: 8080,
+			wantPullPolicy: corev1.PullAlways},
 		{name: "zero replicas stay zero", app: testApp(func(a *appv1beta1.App) { a.Spec.Replicas = ptr.To[int32](0) }), wantReplicas: 0, wantPort: 8080},
 		{name: "unset replicas and port take the CRD defaults", app: testApp(func(a *appv1beta1.App) { a.Spec.Replicas, a.Spec.Port = nil, 0 }),
 			wantReplicas: 1, wantPort: 80},
@@ -91,12 +98,88 @@ func TestDesiredDeployment(t *testing.T) {
 			if p := cs[0].Ports; len(p) != 1 || p[0].ContainerPort != tc.wantPort || p[0].Protocol != corev1.ProtocolTCP {
 				t.Errorf("ports = %+v, want %d/TCP", p, tc.wantPort)
 			}
+			// Unset, the pull policy is left to the server's default.
+			if cs[0].ImagePullPolicy != tc.wantPullPolicy {
+				t.Errorf("imagePullPolicy = %q, want %q", cs[0].ImagePullPolicy, tc.wantPullPolicy)
+			}
 			// Fields the controller does not set stay unset, so that server
 			// defaults are never fought over.
-			if d.Spec.Strategy.Type != "" || d.Spec.RevisionHistoryLimit != nil || cs[0].ImagePullPolicy != "" {
+			if d.Spec.Strategy.Type != "" || d.Spec.RevisionHistoryLimit != nil {
 				t.Errorf("desired Deployment sets fields the controller does not own: %+v", d.Spec)
 			}
 		})
+	}
+}
+
+func withPullPolicy(p corev1.PullPolicy) func(*appv1beta1.App) {
+	return func(a *appv1beta1.App) { a.Spec.ImagePullPolicy = p }
+}
+
+// An App without a pull policy is applied with exactly the fields, hence the
+// AppliedAnnotation hash, it was applied with before the field existed: an
+// upgraded manager rewrites no existing Deployment. The hashes are those the
+// manager computed before spec.imagePullPolicy was added.
+func TestDesiredDeploymentWithoutPullPolicyUnchanged(t *testing.T) {
+	for _, tc := range []struct {
+		app  *appv1beta1.App
+		want string
+	}{
+		{app: testApp(), want: "7c39cb3f68837ccdf8e0403e"},
+		{app: testApp(func(a *appv1beta1.App) { a.Spec.Image, a.Spec.Replicas, a.Spec.Port = "nginx:latest", nil, 0 }), want: "96fa25ef8e962e4d0e71acd1"},
+	} {
+		got, err := controller.AppliedHash(desiredDeployment(tc.app))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("App %+v: applied hash %s, want %s as before imagePullPolicy existed", tc.app.Spec, got, tc.want)
+		}
+	}
+}
+
+// The drift comparison sees a changed pull policy, and does not see the
+// server's default for an unset one as drift.
+func TestDeploymentPullPolicyDrift(t *testing.T) {
+	live := func(p corev1.PullPolicy) *appsv1.Deployment {
+		d := mustTyped[appsv1.Deployment](t, desiredDeployment(testApp()))
+		d.Spec.Template.Spec.Containers[0].ImagePullPolicy = p // as the server defaults or a previous apply set it
+		d.Spec.Template.Spec.Containers[0].TerminationMessagePath = corev1.TerminationMessagePathDefault
+		return d
+	}
+	for _, tc := range []struct {
+		name     string
+		want     corev1.PullPolicy
+		live     corev1.PullPolicy
+		upToDate bool
+	}{
+		{name: "unset, server default IfNotPresent", want: "", live: corev1.PullIfNotPresent, upToDate: true},
+		{name: "unset, server default Always", want: "", live: corev1.PullAlways, upToDate: true},
+		{name: "unset after Never", want: "", live: corev1.PullNever, upToDate: true}, // the hash sees this one
+		{name: "set as live", want: corev1.PullNever, live: corev1.PullNever, upToDate: true},
+		{name: "changed", want: corev1.PullNever, live: corev1.PullIfNotPresent, upToDate: false},
+		{name: "set over the default", want: corev1.PullIfNotPresent, live: corev1.PullAlways, upToDate: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := controller.UpToDate(desiredDeployment(testApp(withPullPolicy(tc.want))), live(tc.live))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.upToDate {
+				t.Errorf("UpToDate = %v, want %v", got, tc.upToDate)
+			}
+		})
+	}
+	// Fields alone cannot see that a policy was unset; the applied hash can.
+	set, err := controller.AppliedHash(desiredDeployment(testApp(withPullPolicy(corev1.PullNever))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unset, err := controller.AppliedHash(desiredDeployment(testApp()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set == unset {
+		t.Errorf("the applied hash is %s with and without a pull policy: unsetting it would never be applied", set)
 	}
 }
 

@@ -63,9 +63,10 @@ func V1beta1ToV1(in *appv1beta1.App, out *appv1.App) error {
 		TypeMeta:   in.TypeMeta,
 		ObjectMeta: in.ObjectMeta,
 		Spec: appv1.AppSpec{
-			Image:    in.Spec.Image,
-			Replicas: in.Spec.Replicas,
-			Port:     in.Spec.Port,
+			Image:           in.Spec.Image,
+			Replicas:        in.Spec.Replicas,
+			Port:            in.Spec.Port,
+			ImagePullPolicy: in.Spec.ImagePullPolicy,
 		},
 		Status: appv1.AppStatus(in.Status),
 	}
@@ -99,9 +100,10 @@ func V1ToV1beta1(in *appv1.App, out *appv1beta1.App) error {
 		TypeMeta:   in.TypeMeta,
 		ObjectMeta: in.ObjectMeta,
 		Spec: appv1beta1.AppSpec{
-			Image:    in.Spec.Image,
-			Replicas: in.Spec.Replicas,
-			Port:     in.Spec.Port,
+			Image:           in.Spec.Image,
+			Replicas:        in.Spec.Replicas,
+			Port:            in.Spec.Port,
+			ImagePullPolicy: in.Spec.ImagePullPolicy,
 		},
 		Status: appv1beta1.AppStatus(in.Status),
 	}

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
@@ -33,11 +34,13 @@ func newFiller(t *testing.T) *randfill.Filler {
 		}
 	}
 	exposures := []appv1.Exposure{appv1.ExposureNone, appv1.ExposureService, appv1.ExposureIngress, "", "LoadBalancer"}
+	pullPolicies := []corev1.PullPolicy{corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever, "", "Sometimes"}
 	funcs := fuzzer.MergeFuzzerFuncs(metafuzzer.Funcs, func(serializer.CodecFactory) []any {
 		return []any{
 			// Mostly the enum's values, sometimes what the schema would refuse:
 			// the conversion must not lose those either.
 			func(e *appv1.Exposure, c randfill.Continue) { *e = exposures[c.Intn(len(exposures))] },
+			func(p *corev1.PullPolicy, c randfill.Continue) { *p = pullPolicies[c.Intn(len(pullPolicies))] },
 		}
 	})
 	return fuzzer.FuzzerFor(funcs, rand.NewSource(seed), serializer.NewCodecFactory(scheme)).NilChance(0.2)
@@ -157,7 +160,8 @@ func TestConverter(t *testing.T) {
 	beta := &appv1beta1.App{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "ingress.example.com/v1beta1", Kind: "App"},
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{"a": "b"}},
-		Spec:       appv1beta1.AppSpec{Image: "nginx:1.27", Replicas: ptr.To[int32](0), EnableIngress: true, Port: 8080},
+		Spec: appv1beta1.AppSpec{Image: "nginx:1.27", Replicas: ptr.To[int32](0), EnableIngress: true, Port: 8080,
+			ImagePullPolicy: corev1.PullNever},
 	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(beta)
 	if err != nil {
@@ -172,6 +176,9 @@ func TestConverter(t *testing.T) {
 	}
 	if got, _, _ := unstructured.NestedInt64(v1Obj.Object, "spec", "replicas"); got != 0 {
 		t.Errorf("spec.replicas = %d, want 0", got)
+	}
+	if got, _, _ := unstructured.NestedString(v1Obj.Object, "spec", "imagePullPolicy"); got != "Never" {
+		t.Errorf("spec.imagePullPolicy = %q, want Never", got)
 	}
 	back, err := Converter{}.Convert(ctx, v1Obj, "ingress.example.com/v1beta1")
 	if err != nil {

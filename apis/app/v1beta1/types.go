@@ -1,6 +1,7 @@
 package v1beta1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -64,6 +65,15 @@ type AppSpec struct {
 	// +kubebuilder:validation:Maximum=65535
 	// +optional
 	Port int32 `json:"port,omitempty"`
+
+	// ImagePullPolicy is the pull policy of the App's container: Always,
+	// IfNotPresent or Never. Unset leaves it to Kubernetes, which defaults
+	// it to Always for the tag latest (or no tag) and IfNotPresent
+	// otherwise; IfNotPresent or Never runs an image loaded into the nodes
+	// (kind load docker-image) under :latest.
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
 }
 
 // AppStatus is the observed state of an App.

@@ -6,6 +6,10 @@ Copyright The NDSL controller-manager Authors.
 
 package v1beta1
 
+import (
+	v1 "k8s.io/api/core/v1"
+)
+
 // AppSpecApplyConfiguration represents a declarative configuration of the AppSpec type for use
 // with apply.
 //
@@ -23,6 +27,12 @@ type AppSpecApplyConfiguration struct {
 	EnableIngress *bool `json:"enable_ingress,omitempty"`
 	// Port is the container port, and the port the Service exposes.
 	Port *int32 `json:"port,omitempty"`
+	// ImagePullPolicy is the pull policy of the App's container: Always,
+	// IfNotPresent or Never. Unset leaves it to Kubernetes, which defaults
+	// it to Always for the tag latest (or no tag) and IfNotPresent
+	// otherwise; IfNotPresent or Never runs an image loaded into the nodes
+	// (kind load docker-image) under :latest.
+	ImagePullPolicy *v1.PullPolicy `json:"imagePullPolicy,omitempty"`
 }
 
 // AppSpecApplyConfiguration constructs a declarative configuration of the AppSpec type for use with
@@ -68,5 +78,13 @@ func (b *AppSpecApplyConfiguration) WithEnableIngress(value bool) *AppSpecApplyC
 // If called multiple times, the Port field is set to the value of the last call.
 func (b *AppSpecApplyConfiguration) WithPort(value int32) *AppSpecApplyConfiguration {
 	b.Port = &value
+	return b
+}
+
+// WithImagePullPolicy sets the ImagePullPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ImagePullPolicy field is set to the value of the last call.
+func (b *AppSpecApplyConfiguration) WithImagePullPolicy(value v1.PullPolicy) *AppSpecApplyConfiguration {
+	b.ImagePullPolicy = &value
 	return b
 }
