@@ -18,6 +18,7 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	networkinginformers "k8s.io/client-go/informers/networking/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -45,18 +46,24 @@ type Controller struct {
 	deployments *controller.Deployments
 	services    *controller.Services
 	ingresses   *controller.Ingresses
+	// pods holds the App's pods, cut down by TransformPod, for the reason
+	// they are unavailable; read only.
+	pods corelisters.PodLister
 
 	consistency *controller.ConsistencyStore
 	now         func() time.Time
 }
 
 // NewController builds the controller and registers its event handlers on
-// the shared informers; it starts nothing.
+// the shared informers; it starts nothing. pods need hold only the pods
+// PodSelector selects, transformed by TransformPod: the manager gives it an
+// informer of its own, filtered by the selector.
 func NewController(
 	apps appinformers.AppInformer,
 	deployments appsinformers.DeploymentInformer,
 	services coreinformers.ServiceInformer,
 	ingresses networkinginformers.IngressInformer,
+	pods coreinformers.PodInformer,
 	kubeClient kubernetes.Interface,
 	crdClient versioned.Interface,
 	recorder record.EventRecorder,
@@ -71,6 +78,7 @@ func NewController(
 		deployments: controller.NewDeployments(deployments, kubeClient),
 		services:    controller.NewServices(services, kubeClient),
 		ingresses:   controller.NewIngresses(ingresses, kubeClient),
+		pods:        pods.Lister(),
 		consistency: controller.NewConsistencyStore(map[schema.GroupResource]cache.Store{
 			appsResource:                       apps.Informer().GetStore(),
 			appsv1.Resource("deployments"):     deployments.Informer().GetStore(),
@@ -84,6 +92,7 @@ func NewController(
 		deployments.Informer().HasSynced,
 		services.Informer().HasSynced,
 		ingresses.Informer().HasSynced,
+		pods.Informer().HasSynced,
 	}
 	c.Reconcile = c.sync
 	c.MaxRetries = opts.MaxRetries
@@ -107,7 +116,35 @@ func NewController(
 			return nil, err
 		}
 	}
+	// Pods, mapped to their App by its labels, on the changes that can
+	// change why they are unavailable.
+	podHandler := controller.EnqueueMapped(c.Queue, c.appOfPod)
+	enqueueUpdate := podHandler.UpdateFunc
+	podHandler.UpdateFunc = func(oldObj, newObj any) {
+		if podChanged(oldObj, newObj) {
+			enqueueUpdate(oldObj, newObj)
+		}
+	}
+	if err := c.Handle(pods.Informer(), podHandler); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// appOfPod maps a pod of an App's Deployment to the App, if it exists.
+func (c *Controller) appOfPod(obj metav1.Object) []controller.Key {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil
+	}
+	name, ok := appOfPod(pod)
+	if !ok {
+		return nil
+	}
+	if _, err := c.apps.Apps(pod.Namespace).Get(name); err != nil {
+		return nil
+	}
+	return []controller.Key{{Namespace: pod.Namespace, Name: name}}
 }
 
 // appNamed maps an object of a child kind to the App of the same name in

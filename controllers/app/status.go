@@ -24,7 +24,9 @@ type observed struct {
 	deployment *appsv1.Deployment
 	service    *corev1.Service
 	ingress    *networkingv1.Ingress
-	errs       []error
+	// pods are the App's pods, as TransformPod keeps them.
+	pods []*corev1.Pod
+	errs []error
 }
 
 // missing names the children the App asks for that it does not have.
@@ -82,7 +84,13 @@ func appStatus(app *appv1beta1.App, obs observed, now metav1.Time) appv1beta1.Ap
 		set(appv1beta1.ConditionReady, metav1.ConditionFalse, appv1beta1.ReasonResourceMissing,
 			"Missing "+strings.Join(missing, ", "))
 	case status.AvailableReplicas < desired:
-		set(appv1beta1.ConditionReady, metav1.ConditionFalse, appv1beta1.ReasonReplicasUnavailable, available)
+		// Why, as far as the pods tell: the same words for as long as the
+		// same problems hold, so that pod updates alone write nothing.
+		message := available
+		if problems := podProblems(obs.pods); problems != "" {
+			message += ": " + problems
+		}
+		set(appv1beta1.ConditionReady, metav1.ConditionFalse, appv1beta1.ReasonReplicasUnavailable, message)
 	default:
 		set(appv1beta1.ConditionReady, metav1.ConditionTrue, appv1beta1.ReasonAvailable, available)
 	}

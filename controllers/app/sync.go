@@ -9,6 +9,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/klog/v2"
 
@@ -53,6 +54,14 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	}
 	if obs.ingress, err = syncChild(ctx, c, app, c.ingresses, app.Spec.EnableIngress, obs.service != nil, ingressOf); err != nil {
 		obs.errs = append(obs.errs, err)
+	}
+
+	if obs.deployment != nil {
+		pods, err := c.pods.Pods(app.Namespace).List(labels.SelectorFromSet(selectorLabels(app)))
+		if err != nil {
+			return controller.Result{}, fmt.Errorf("listing the pods of App %s from the cache: %w", key, err)
+		}
+		obs.pods = podsOf(app, pods)
 	}
 
 	// The status says what happened, failures included.

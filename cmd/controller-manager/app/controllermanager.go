@@ -253,6 +253,7 @@ func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
 	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
 		informers.WithTransform(stripManagedFields))
 	cc.InformerFactory = kubeFactory
+	cc.filtered = newFilteredFactories(kubeClient, resync, informers.WithTransform(stripManagedFields))
 
 	crdClient, err := versioned.NewForConfig(jsonConfig(cc.ClientConfig("shared-informers")))
 	if err != nil {
@@ -263,11 +264,7 @@ func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
 	cc.CRDInformerFactory = crdFactory
 
 	factories := []factory{
-		{
-			start:       kubeFactory.Start,
-			waitForSync: func(stop <-chan struct{}) bool { return allSynced(kubeFactory.WaitForCacheSync(stop)) },
-			shutdown:    kubeFactory.Shutdown,
-		},
+		kubeFactoryOf(kubeFactory),
 		{
 			start:       crdFactory.Start,
 			waitForSync: func(stop <-chan struct{}) bool { return allSynced(crdFactory.WaitForCacheSync(stop)) },
@@ -275,6 +272,14 @@ func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
 		},
 	}
 	return cc, factories, nil
+}
+
+func kubeFactoryOf(f informers.SharedInformerFactory) factory {
+	return factory{
+		start:       f.Start,
+		waitForSync: func(stop <-chan struct{}) bool { return allSynced(f.WaitForCacheSync(stop)) },
+		shutdown:    f.Shutdown,
+	}
 }
 
 func allSynced[K comparable](synced map[K]bool) bool {

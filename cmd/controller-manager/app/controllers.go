@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/metadata"
 
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
@@ -105,11 +107,19 @@ func newAppController(_ context.Context, cc ControllerContext) (Controller, erro
 	if err != nil {
 		return nil, err
 	}
+	// Only the pods of the Apps' Deployments, cut down to why they are
+	// unavailable: the shared factory's pod informer would hold every pod
+	// of the cluster, whole.
+	pods := cc.FilteredInformerFactory(appcontroller.ControllerName+"-pods",
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = appcontroller.PodSelector().String() }),
+		informers.WithTransform(appcontroller.TransformPod),
+	)
 	return appcontroller.NewController(
 		cc.CRDInformerFactory.App().V1beta1().Apps(),
 		cc.InformerFactory.Apps().V1().Deployments(),
 		cc.InformerFactory.Core().V1().Services(),
 		cc.InformerFactory.Networking().V1().Ingresses(),
+		pods.Core().V1().Pods(),
 		kubeClient,
 		appClient,
 		cc.EventRecorder(appcontroller.ControllerName),

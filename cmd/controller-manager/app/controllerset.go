@@ -61,6 +61,9 @@ func (m *Manager) startControllers(ctx context.Context, guardFor func(controller
 	// They outlive a drain (the reconciles in flight read from them) and
 	// stop with stop, whose factory Shutdown waits for them.
 	informerCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
+	for _, f := range cc.filtered.started(informerCtx.Done()) {
+		factories = append(factories, kubeFactoryOf(f))
+	}
 	for _, f := range factories {
 		f.start(informerCtx.Done())
 	}
@@ -122,6 +125,8 @@ func (s *controllerSet) build(ctx context.Context, d ControllerDescriptor) (Cont
 	if err != nil {
 		return nil, fmt.Errorf("building controller %s: %w", d.Name, err)
 	}
+	// A rebuild (per-controller mode) finds its factories started.
+	cc.filtered.startNew()
 	s.mu.Lock()
 	s.events[d.Name] = start
 	s.mu.Unlock()

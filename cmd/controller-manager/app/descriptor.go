@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -47,6 +49,9 @@ type ControllerContext struct {
 	// Options holds every controller's options.
 	Options *options.Options
 
+	// filtered holds the factories FilteredInformerFactory made.
+	filtered *filteredFactories
+
 	recorders func(component string) record.EventRecorder
 	// wrapTransport, when set, wraps every client's transport: the lease
 	// guard, which refuses writes without a fresh Lease.
@@ -72,6 +77,70 @@ func (c ControllerContext) KubeClient(controller string) (kubernetes.Interface, 
 // named controller. Custom resources speak JSON, never protobuf.
 func (c ControllerContext) CRDClient(controller string) (versioned.Interface, error) {
 	return versioned.NewForConfig(jsonConfig(c.ClientConfig(controller)))
+}
+
+// FilteredInformerFactory returns the informer factory for built-in types
+// named name, made on first use with the shared factory's client, resync and
+// options followed by opts (a label selector, a transform of its own): for
+// informers the shared factory cannot give, such as the pods with a label.
+// The manager starts, waits for and stops it with the shared factories; a
+// controller rebuilt later gets the same factory, already started.
+func (c ControllerContext) FilteredInformerFactory(name string, opts ...informers.SharedInformerOption) informers.SharedInformerFactory {
+	return c.filtered.get(name, opts)
+}
+
+// filteredFactories are the factories of FilteredInformerFactory, by name.
+type filteredFactories struct {
+	client kubernetes.Interface
+	resync time.Duration
+	shared []informers.SharedInformerOption
+
+	mu        sync.Mutex
+	factories map[string]informers.SharedInformerFactory
+	// stop is set once the manager has started the factories.
+	stop <-chan struct{}
+}
+
+func newFilteredFactories(client kubernetes.Interface, resync time.Duration, shared ...informers.SharedInformerOption) *filteredFactories {
+	return &filteredFactories{client: client, resync: resync, shared: shared, factories: map[string]informers.SharedInformerFactory{}}
+}
+
+func (f *filteredFactories) get(name string, opts []informers.SharedInformerOption) informers.SharedInformerFactory {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if factory, ok := f.factories[name]; ok {
+		return factory
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(f.client, f.resync, append(slices.Clone(f.shared), opts...)...)
+	f.factories[name] = factory
+	return factory
+}
+
+// started records that the manager started the factories made so far, which
+// run until stop, and returns them.
+func (f *filteredFactories) started(stop <-chan struct{}) []informers.SharedInformerFactory {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stop = stop
+	var all []informers.SharedInformerFactory
+	for _, factory := range f.factories {
+		all = append(all, factory)
+	}
+	return all
+}
+
+// startNew starts, once the manager has started the factories, the
+// informers a controller built since then added: Start starts only those
+// not yet started.
+func (f *filteredFactories) startNew() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stop == nil {
+		return
+	}
+	for _, factory := range f.factories {
+		factory.Start(f.stop)
+	}
 }
 
 // EventRecorder returns a recorder whose events name the controller as their source.

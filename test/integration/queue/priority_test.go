@@ -66,6 +66,7 @@ func TestFreshChangeIsReconciledBeforeTheInitialListBacklog(t *testing.T) {
 		kubeInformers.Apps().V1().Deployments(),
 		kubeInformers.Core().V1().Services(),
 		kubeInformers.Networking().V1().Ingresses(),
+		kubeInformers.Core().V1().Pods(),
 		cp.Client, crdClient, &record.FakeRecorder{},
 		appcontroller.Options{Workers: workers, Queue: controller.PriorityQueue},
 	)
