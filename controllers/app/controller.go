@@ -137,7 +137,7 @@ func (c *Controller) appOfPod(obj metav1.Object) []controller.Key {
 	if !ok {
 		return nil
 	}
-	name, ok := appOfPod(pod)
+	name, ok := appNameOfPod(pod)
 	if !ok {
 		return nil
 	}

@@ -118,10 +118,10 @@ func podChanged(oldObj, newObj any) bool {
 	return !equality.Semantic.DeepEqual(a, b)
 }
 
-// appOfPod is the App whose Deployment's pods pod is one of, by its labels:
+// appNameOfPod is the App whose Deployment's pods pod is one of, by its labels:
 // the instance label names the App, and the pod is controlled by one of
 // the ReplicaSets the Deployment controller names after the Deployment.
-func appOfPod(pod *corev1.Pod) (string, bool) {
+func appNameOfPod(pod *corev1.Pod) (string, bool) {
 	name := pod.Labels[InstanceLabel]
 	if name == "" || pod.Labels[controller.ManagedByLabel] != controller.ManagedByValue {
 		return "", false
@@ -248,7 +248,7 @@ func podProblems(pods []*corev1.Pod) string {
 func podsOf(app *appv1beta1.App, pods []*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, pod := range pods {
-		if name, ok := appOfPod(pod); ok && name == app.Name && pod.Namespace == app.Namespace {
+		if name, ok := appNameOfPod(pod); ok && name == app.Name && pod.Namespace == app.Namespace {
 			out = append(out, pod)
 		}
 	}

@@ -190,8 +190,8 @@ func equalStatus(a, b appv1beta1.AppStatus) bool {
 func TestAppOfPod(t *testing.T) {
 	app := &appv1beta1.App{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
 	mine := appPod(0, corev1.PodStatus{})
-	if name, ok := appOfPod(mine); !ok || name != "web" {
-		t.Errorf("appOfPod(App's pod) = %q, %v", name, ok)
+	if name, ok := appNameOfPod(mine); !ok || name != "web" {
+		t.Errorf("appNameOfPod(App's pod) = %q, %v", name, ok)
 	}
 	if !PodSelector().Matches(labels.Set(mine.Labels)) {
 		t.Errorf("PodSelector %s does not select the App's pod %v", PodSelector(), mine.Labels)
@@ -209,8 +209,8 @@ func TestAppOfPod(t *testing.T) {
 	step := appPod(3, corev1.PodStatus{})
 	step.Labels[pipelineLabel] = "p"
 	for _, p := range []*corev1.Pod{other, bare} {
-		if _, ok := appOfPod(p); ok {
-			t.Errorf("appOfPod(%s) found an App for a pod not made by its Deployment", p.Name)
+		if _, ok := appNameOfPod(p); ok {
+			t.Errorf("appNameOfPod(%s) found an App for a pod not made by its Deployment", p.Name)
 		}
 	}
 	if PodSelector().Matches(labels.Set(step.Labels)) {
