@@ -10,11 +10,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
+	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/test/e2e/framework"
 )
@@ -306,10 +308,18 @@ func TestInClusterAppReadyOnlyWithReadyPods(t *testing.T) {
 		}
 		return false, fmt.Errorf("%d pods, none waiting on an image pull error", len(pods.Items))
 	})
-	got, err := cluster.Typed.AppV1beta1().Apps(ns).Get(ctx, app.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The App says why, as kubectl describe would: the real kubelet's
+	// ErrImagePull and ImagePullBackOff, reported alike.
+	want := fmt.Sprintf("ImagePullBackOff for image %q", app.Spec.Image)
+	var got *appv1beta1.App
+	eventually(t, convergeTimeout, "App "+app.Name+"'s Ready condition to name the image pull error", func(ctx context.Context) (bool, error) {
+		var err error
+		if got, err = cluster.Typed.AppV1beta1().Apps(ns).Get(ctx, app.Name, metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, appv1beta1.ConditionReady)
+		return c != nil && strings.Contains(c.Message, want), fmt.Errorf("status: %s", describeApp(got))
+	})
 	if appReady(got) || got.Status.ReadyReplicas != 0 {
 		t.Errorf("App with unpullable image: %s, readyReplicas %d; want not Ready, 0", describeApp(got), got.Status.ReadyReplicas)
 	}
