@@ -14,10 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
-	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/pkg/controller"
-	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
@@ -36,22 +34,7 @@ func TestPodProblemsInReadyWithoutStatusWrites(t *testing.T) {
 		replicas = 3
 	)
 	ctx := context.Background()
-	if err := framework.InstallCRDs(ctx, cp.Config); err != nil {
-		t.Fatal(err)
-	}
-	ns := framework.CreateNamespace(t, cp.Client)
-	typed, err := versioned.NewForConfig(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apps := typed.AppV1beta1().Apps(ns)
-	m := framework.StartManager(t, cp.Config, func(o *options.Options) {
-		o.Generic.Controllers = []string{appcontroller.ControllerName}
-	})
-	framework.Eventually(t, timeout, "the manager to be ready", func(context.Context) (bool, error) {
-		status, _, err := m.Get("/readyz")
-		return status == 200, err
-	})
+	ns, apps, m := startAppManager(t, nil)
 
 	if _, err := apps.Create(ctx, &appv1beta1.App{
 		ObjectMeta: metav1.ObjectMeta{Name: name},

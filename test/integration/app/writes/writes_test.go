@@ -15,7 +15,6 @@ import (
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/pkg/controller"
-	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
@@ -31,24 +30,9 @@ const timeout = time.Minute
 func TestWritesPerAppAndZeroWriteResync(t *testing.T) {
 	const n = 20
 	ctx := context.Background()
-	if err := framework.InstallCRDs(ctx, cp.Config); err != nil {
-		t.Fatal(err)
-	}
-	ns := framework.CreateNamespace(t, cp.Client)
-	typed, err := versioned.NewForConfig(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apps := typed.AppV1beta1().Apps(ns)
-
-	m := framework.StartManager(t, cp.Config, func(o *options.Options) {
-		o.Generic.Controllers = []string{appcontroller.ControllerName}
+	ns, apps, m := startAppManager(t, func(o *options.Options) {
 		o.Generic.MinResyncPeriod = time.Second // resync every 1-2 s
 		o.App.IngressDomain = "apps.example.com"
-	})
-	framework.Eventually(t, timeout, "the manager to be ready", func(context.Context) (bool, error) {
-		status, _, err := m.Get("/readyz")
-		return status == 200, err
 	})
 	before := m.Writes.ByRequest()
 
