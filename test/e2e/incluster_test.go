@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/pem"
 	"fmt"
+	"net"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,8 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
@@ -439,4 +445,84 @@ func clientPodOutput(t *testing.T, ns, name string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// TestInClusterWebhooksThroughTheService: the API server calls the
+// manager's admission and conversion webhooks through the webhook Service,
+// and both replicas serve the certificate kept in the shared Secret.
+func TestInClusterWebhooksThroughTheService(t *testing.T) {
+	requireInClusterOnRealNodes(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+
+	vwc, err := cluster.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, framework.WebhookConfigurationName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range vwc.Webhooks {
+		if w.ClientConfig.Service == nil {
+			t.Errorf("webhook %s calls %v, not the Service", w.Name, w.ClientConfig.URL)
+		}
+	}
+
+	// Admission: a name the API server accepts but the App webhook refuses
+	// (an App's name also names its Service, a DNS-1035 label).
+	_, err = cluster.Typed.AppV1beta1().Apps(ns).Create(ctx, newApp("9lives", 1, true), metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "must be a DNS-1035 label") {
+		t.Errorf("creating App 9lives: %v, want the webhook's DNS-1035 rejection", err)
+	}
+
+	// Conversion: an App stored as v1beta1, read as v1 twenty times; the
+	// Service spreads the calls over both replicas.
+	app := createApp(t, ns, newApp("converted", 1, true))
+	dyn, err := dynamic.NewForConfig(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := schema.GroupVersionResource{Group: appv1beta1.SchemeGroupVersion.Group, Version: "v1", Resource: "apps"}
+	for range 20 {
+		u, err := dyn.Resource(v1).Namespace(ns).Get(ctx, app.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("reading App %s as v1: %v", app.Name, err)
+		}
+		if image, _, _ := unstructured.NestedString(u.Object, "spec", "image"); u.GetAPIVersion() != v1.GroupVersion().String() || image != app.Spec.Image {
+			t.Fatalf("App %s read as v1: apiVersion %s, spec.image %q", app.Name, u.GetAPIVersion(), image)
+		}
+	}
+
+	// Both replicas serve the certificate the Secret holds.
+	secret, err := cluster.Kube.CoreV1().Secrets(framework.ManagerNamespace).Get(ctx, "controller-manager-webhook-certs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(secret.Data[corev1.TLSCertKey])
+	if block == nil {
+		t.Fatalf("Secret controller-manager-webhook-certs has no PEM certificate in %s", corev1.TLSCertKey)
+	}
+	want := fmt.Sprintf("sha256 %x", sha256.Sum256(block.Bytes))
+	pods, err := cluster.Kube.CoreV1().Pods(framework.ManagerNamespace).List(ctx, metav1.ListOptions{LabelSelector: managerSelector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serving []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
+			serving = append(serving, p)
+		}
+	}
+	if len(serving) != 2 {
+		t.Fatalf("%d running manager pods, want 2", len(serving))
+	}
+	if _, err := cluster.Kube.CoreV1().ServiceAccounts(ns).Create(ctx,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "certs"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range serving {
+		startClientPod(t, ns, fmt.Sprintf("cert-%d", i), "certs", "cert", net.JoinHostPort(p.Status.PodIP, "9443"))
+	}
+	for i, p := range serving {
+		if got := clientPodOutput(t, ns, fmt.Sprintf("cert-%d", i)); got != want {
+			t.Errorf("pod %s serves the webhook certificate %q, the Secret holds %q", p.Name, got, want)
+		}
+	}
 }

@@ -11,9 +11,11 @@
 package main
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"fmt"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -24,6 +26,9 @@ import (
 func main() {
 	if len(os.Args) >= 3 && os.Args[1] == "get" {
 		os.Exit(get(os.Args[2], os.Args[3:]))
+	}
+	if len(os.Args) == 3 && os.Args[1] == "cert" {
+		os.Exit(cert(os.Args[2]))
 	}
 	serve()
 }
@@ -78,5 +83,24 @@ func get(url string, tokenFile []string) int {
 	}
 	defer resp.Body.Close()
 	fmt.Println("status", resp.StatusCode)
+	return 0
+}
+
+// cert prints the SHA-256 of the leaf certificate served at addr
+// (host:port), so that a test can tell which certificate a pod serves.
+func cert(addr string) int {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr,
+		&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only the certificate is read
+	if err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	defer conn.Close()
+	certs := conn.ConnectionState().PeerCertificates
+	if len(certs) == 0 {
+		fmt.Println("error: no certificate")
+		return 1
+	}
+	fmt.Printf("sha256 %x\n", sha256.Sum256(certs[0].Raw))
 	return 0
 }
