@@ -24,6 +24,7 @@ import (
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
+	"github.com/ndsl/controller-manager/pkg/certs"
 	"github.com/ndsl/controller-manager/test/e2e/framework"
 )
 
@@ -349,6 +350,8 @@ func TestInClusterAppReadyOnlyWithReadyPods(t *testing.T) {
 // Service from pods, with their ServiceAccounts' tokens: 200 for one bound
 // to the shipped metrics-reader role, 403 for one without it, 401 without
 // a token; and /debug/controllers, 200 with the shipped debug reader role.
+// Every request verifies the server's certificate against the CA bundle the
+// manager publishes, as a scraper needs no insecureSkipVerify.
 func TestInClusterMetricsThroughService(t *testing.T) {
 	requireInClusterOnRealNodes(t)
 	ctx := context.Background()
@@ -363,29 +366,53 @@ func TestInClusterMetricsThroughService(t *testing.T) {
 	for sa, role := range bindings {
 		bindClusterRole(t, ns, sa, role)
 	}
+	// Every client verifies the manager's certificate as the Prometheus
+	// overlay does: against the CA bundle the manager publishes, for the
+	// metrics Service's name. A pod mounts ConfigMaps of its own namespace
+	// only, so the bundle is copied here.
+	published, err := cluster.Kube.CoreV1().ConfigMaps(framework.ManagerNamespace).Get(ctx, managerCAConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the manager's published CA bundle: %v", err)
+	}
+	// And a bundle that must not verify it (the cluster's own CA), so that
+	// the verification is shown to happen.
+	var clusterCA *corev1.ConfigMap
+	eventually(t, time.Minute, "the namespace's kube-root-ca.crt", func(ctx context.Context) (bool, error) {
+		clusterCA, err = cluster.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return err == nil, err
+	})
+	const otherCA = "other-ca"
+	for name, bundle := range map[string]string{managerCAConfigMap: published.Data[caBundleKey], otherCA: clusterCA.Data["ca.crt"]} {
+		if _, err := cluster.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{caBundleKey: bundle},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	base := fmt.Sprintf("https://controller-manager-metrics.%s.svc:8443", framework.ManagerNamespace)
 	cases := []struct {
 		pod, sa, path string
 		token         bool
-		want          int
+		ca            string
+		want          string // the client's output, or its start for an error
 	}{
-		{"scraper", "scraper", "/metrics", true, 200},
-		{"stranger", "stranger", "/metrics", true, 403},
-		{"anonymous", "stranger", "/metrics", false, 401},
-		{"debugger", "debugger", "/debug/controllers", true, 200},
-		{"debugger-metrics", "debugger", "/metrics", true, 403},
+		{"scraper", "scraper", "/metrics", true, managerCAConfigMap, "status 200"},
+		{"stranger", "stranger", "/metrics", true, managerCAConfigMap, "status 403"},
+		{"anonymous", "stranger", "/metrics", false, managerCAConfigMap, "status 401"},
+		{"debugger", "debugger", "/debug/controllers", true, managerCAConfigMap, "status 200"},
+		{"debugger-metrics", "debugger", "/metrics", true, managerCAConfigMap, "status 403"},
+		{"other-ca", "scraper", "/metrics", true, otherCA, "error: " + `Get "` + base + `/metrics": tls: failed to verify certificate: x509: certificate signed by unknown authority`},
 	}
 	for _, tc := range cases {
 		args := []string{"get", base + tc.path}
 		if tc.token {
 			args = append(args, "/var/run/secrets/kubernetes.io/serviceaccount/token")
 		}
-		startClientPod(t, ns, tc.pod, tc.sa, args...)
+		startClientPod(t, ns, tc.pod, tc.sa, tc.ca, args...)
 	}
 	for _, tc := range cases {
-		out := clientPodOutput(t, ns, tc.pod)
-		if want := fmt.Sprintf("status %d", tc.want); out != want {
-			t.Errorf("GET %s as %s (token: %v): %q, want %q", tc.path, tc.sa, tc.token, out, want)
+		if out := clientPodOutput(t, ns, tc.pod); !strings.HasPrefix(out, tc.want) {
+			t.Errorf("GET %s as %s (token: %v, CA bundle %s): %q, want %q", tc.path, tc.sa, tc.token, tc.ca, out, tc.want)
 		}
 	}
 }
@@ -407,8 +434,17 @@ func bindClusterRole(t *testing.T, ns, sa, role string) {
 	})
 }
 
-// startClientPod runs the workload image with args once, as ServiceAccount sa.
-func startClientPod(t *testing.T, ns, name, sa string, args ...string) {
+// managerCAConfigMap is where the manager publishes its CA bundle (the
+// --webhook-ca-configmap default), under caBundleKey.
+const (
+	managerCAConfigMap = "controller-manager-ca"
+	caBundleKey        = certs.CABundleKey
+)
+
+// startClientPod runs the workload image with args once, as ServiceAccount
+// sa. With caConfigMap, a ConfigMap of ns holding the manager's CA bundle,
+// its HTTPS requests verify the server against that bundle.
+func startClientPod(t *testing.T, ns, name, sa, caConfigMap string, args ...string) {
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -420,6 +456,14 @@ func startClientPod(t *testing.T, ns, name, sa string, args ...string) {
 				ImagePullPolicy: corev1.PullIfNotPresent,
 			}},
 		},
+	}
+	if caConfigMap != "" {
+		const dir = "/etc/manager-ca"
+		pod.Spec.Volumes = []corev1.Volume{{Name: "ca", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: caConfigMap}}}}}
+		c := &pod.Spec.Containers[0]
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "ca", MountPath: dir, ReadOnly: true}}
+		c.Env = []corev1.EnvVar{{Name: "CA_FILE", Value: dir + "/ca-bundle.crt"}}
 	}
 	if _, err := cluster.Kube.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -518,7 +562,7 @@ func TestInClusterWebhooksThroughTheService(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, p := range serving {
-		startClientPod(t, ns, fmt.Sprintf("cert-%d", i), "certs", "cert", net.JoinHostPort(p.Status.PodIP, "9443"))
+		startClientPod(t, ns, fmt.Sprintf("cert-%d", i), "certs", "", "cert", net.JoinHostPort(p.Status.PodIP, "9443"))
 	}
 	for i, p := range serving {
 		if got := clientPodOutput(t, ns, fmt.Sprintf("cert-%d", i)); got != want {
