@@ -382,9 +382,9 @@ func TestInClusterMetricsThroughService(t *testing.T) {
 		return err == nil, err
 	})
 	const otherCA = "other-ca"
-	for name, bundle := range map[string]string{managerCAConfigMap: published.Data[caBundleKey], otherCA: clusterCA.Data["ca.crt"]} {
+	for name, bundle := range map[string]string{managerCAConfigMap: published.Data[certs.CABundleKey], otherCA: clusterCA.Data["ca.crt"]} {
 		if _, err := cluster.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{caBundleKey: bundle},
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{certs.CABundleKey: bundle},
 		}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -435,11 +435,8 @@ func bindClusterRole(t *testing.T, ns, sa, role string) {
 }
 
 // managerCAConfigMap is where the manager publishes its CA bundle (the
-// --webhook-ca-configmap default), under caBundleKey.
-const (
-	managerCAConfigMap = "controller-manager-ca"
-	caBundleKey        = certs.CABundleKey
-)
+// --webhook-ca-configmap default), under certs.CABundleKey.
+const managerCAConfigMap = "controller-manager-ca"
 
 // startClientPod runs the workload image with args once, as ServiceAccount
 // sa. With caConfigMap, a ConfigMap of ns holding the manager's CA bundle,
@@ -463,7 +460,7 @@ func startClientPod(t *testing.T, ns, name, sa, caConfigMap string, args ...stri
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: caConfigMap}}}}}
 		c := &pod.Spec.Containers[0]
 		c.VolumeMounts = []corev1.VolumeMount{{Name: "ca", MountPath: dir, ReadOnly: true}}
-		c.Env = []corev1.EnvVar{{Name: "CA_FILE", Value: dir + "/ca-bundle.crt"}}
+		c.Env = []corev1.EnvVar{{Name: "CA_FILE", Value: dir + "/" + certs.CABundleKey}}
 	}
 	if _, err := cluster.Kube.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

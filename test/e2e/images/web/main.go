@@ -16,7 +16,6 @@ package main
 import (
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"log"
 	"net"
@@ -25,6 +24,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	certutil "k8s.io/client-go/util/cert"
 )
 
 func main() {
@@ -78,14 +79,9 @@ func get(url string, tokenFile []string) int {
 	}
 	tlsConfig := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // only where no CA is given
 	if caFile := os.Getenv("CA_FILE"); caFile != "" {
-		bundle, err := os.ReadFile(caFile)
+		roots, err := certutil.NewPool(caFile)
 		if err != nil {
 			fmt.Println("error:", err)
-			return 1
-		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(bundle) {
-			fmt.Println("error: no certificate in", caFile)
 			return 1
 		}
 		tlsConfig = &tls.Config{RootCAs: roots}
