@@ -15,6 +15,7 @@ import (
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/term"
+	"k8s.io/component-base/version"
 	"k8s.io/component-base/version/verflag"
 	"k8s.io/klog/v2"
 
@@ -49,7 +50,9 @@ func Main(args []string) int {
 	if fs.NArg() > 0 {
 		return fail(fmt.Errorf("unexpected arguments %q; controller-manager takes only flags", fs.Args()))
 	}
-	verflag.PrintAndExitIfRequested()
+	if printVersionIfRequested(fs, os.Stdout) {
+		return 0
+	}
 
 	if err := logsapi.ValidateAndApply(opts.Logs, nil); err != nil {
 		return fail(err)
@@ -75,6 +78,18 @@ func Main(args []string) int {
 func fail(err error) int {
 	fmt.Fprintf(os.Stderr, "controller-manager: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
 	return 1
+}
+
+// printVersionIfRequested handles the --version flag that component-base's
+// verflag registers. Its plain form prints this program's name: verflag's own
+// printer would call it "Kubernetes". --version=raw is left to verflag.
+func printVersionIfRequested(fs *pflag.FlagSet, w io.Writer) bool {
+	if f := fs.Lookup("version"); f != nil && f.Value.String() == "true" {
+		fmt.Fprintf(w, "controller-manager %s\n", version.Get())
+		return true
+	}
+	verflag.PrintAndExitIfRequested()
+	return false
 }
 
 func printUsage(w io.Writer, fss cliflag.NamedFlagSets) {

@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBadFlagsFailInOneLine runs the binary with flags a user could get wrong.
+// Each must stop it before it reaches a cluster, with exit code 1 and one line
+// on stderr that names the problem.
+func TestBadFlagsFailInOneLine(t *testing.T) {
+	requireProcesses(t)
+	missing := filepath.Join(t.TempDir(), "no-such-kubeconfig")
+	cases := []struct {
+		args []string
+		want string // a substring of the one line
+	}{
+		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{[]string{"--shutdown-timeout=soon"}, `invalid argument "soon" for "--shutdown-timeout"`},
+		{[]string{"run"}, `unexpected arguments ["run"]`},
+		{[]string{"--controllers=*,nope"}, `unknown controller "nope" in --controllers`},
+		{[]string{"--kube-api-burst=-1"}, "--kube-api-burst must not be negative"},
+		{[]string{"--leader-elect-lease-duration=1s"}, "must be greater than --leader-elect-renew-deadline"},
+		{[]string{"--standby=lukewarm"}, `--standby must be "warm" or "cold", got "lukewarm"`},
+		{[]string{"--controller-queue=lifo"}, "lifo"},
+		{[]string{"--tls-cert-file=/tmp/x.crt"}, "--tls-cert-file and --tls-private-key-file must be given together"},
+		// Two mistakes at once are both named, still on one line.
+		{[]string{"--kube-api-burst=-1", "--shutdown-timeout=0s"}, "--shutdown-timeout must be positive"},
+		{[]string{"--kubeconfig=" + missing}, "loading --kubeconfig " + missing},
+		{nil, "no --kubeconfig, not in a cluster, and no usable $KUBECONFIG"},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%q", c.args), func(t *testing.T) {
+			code, stdout, stderr := runBinary(t, c.args...)
+			if code != 1 {
+				t.Errorf("exit code %d, want 1", code)
+			}
+			if stdout != "" {
+				t.Errorf("stdout = %q, want nothing", stdout)
+			}
+			line := strings.TrimSuffix(stderr, "\n")
+			if line == "" || strings.Contains(line, "\n") {
+				t.Fatalf("stderr = %q, want exactly one line", stderr)
+			}
+			if !strings.HasPrefix(line, "controller-manager: ") || !strings.Contains(line, c.want) {
+				t.Errorf("stderr = %q, want a line starting %q and containing %q", line, "controller-manager: ", c.want)
+			}
+		})
+	}
+}
+
+// TestVersionNamesTheProgram: --version prints this program's name and the
+// version the build stamped, not component-base's "Kubernetes".
+func TestVersionNamesTheProgram(t *testing.T) {
+	requireProcesses(t)
+	code, stdout, stderr := runBinary(t, "--version")
+	if code != 0 || stderr != "" {
+		t.Fatalf("--version: exit code %d, stderr %q; want 0 and nothing", code, stderr)
+	}
+	if !regexp.MustCompile(`^controller-manager v\d+\.\d+\.\d+\S*\n$`).MatchString(stdout) {
+		t.Errorf("--version printed %q, want \"controller-manager vX.Y.Z...\"", stdout)
+	}
+	code, stdout, _ = runBinary(t, "--help")
+	if code != 0 || !strings.Contains(stdout, "Usage:\n  controller-manager [flags]") || !strings.Contains(stdout, "--controllers") {
+		t.Errorf("--help: exit code %d, stdout %.200q; want 0 and the usage", code, stdout)
+	}
+}
+
+// runBinary runs the manager binary with args and no cluster to talk to.
+func runBinary(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, launcher.Binary, args...)
+	// Nowhere to connect: a flag that slipped through must not reach a cluster.
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(t.TempDir(), "none"), "KUBERNETES_SERVICE_HOST=", "HOME="+t.TempDir())
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		t.Fatalf("running %s: %v", launcher.Binary, err)
+	}
+	return code, out.String(), errOut.String()
+}
