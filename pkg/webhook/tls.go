@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"crypto/tls"
+	"sync"
 
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 )
@@ -25,6 +26,23 @@ func ReloadingTLSConfig(ctx context.Context, certs dynamiccertificates.CertKeyCo
 	if files, ok := certs.(dynamiccertificates.ControllerRunner); ok {
 		go files.Run(ctx, 1)
 	}
-	go serving.Run(1, ctx.Done())
+	run := func() { go serving.Run(1, ctx.Done()) }
+	if err == nil {
+		run()
+	} else {
+		// The controller's worker logs every failed load as an error and
+		// retries within milliseconds. Starting empty (the Secret not filled
+		// yet) is expected, so it starts with the first content instead.
+		certs.AddListener(&onFirstChange{do: run})
+	}
 	return &tls.Config{GetConfigForClient: serving.GetConfigForClient}, serving, err
 }
+
+// onFirstChange is a dynamiccertificates.Listener that calls do once, at the
+// first change it is told of.
+type onFirstChange struct {
+	once sync.Once
+	do   func()
+}
+
+func (l *onFirstChange) Enqueue() { l.once.Do(l.do) }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
@@ -331,8 +332,17 @@ func TestInClusterAppReadyOnlyWithReadyPods(t *testing.T) {
 		t.Errorf("App with unpullable image: %s, readyReplicas %d; want not Ready, 0", describeApp(got), got.Status.ReadyReplicas)
 	}
 
-	got.Spec.Image = workloadImage()
-	if _, err := cluster.Typed.AppV1beta1().Apps(ns).Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+	// The controller keeps writing the App's status, so the fix is retried
+	// on a conflict with a fresh read, as kubectl edit would.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest, err := cluster.Typed.AppV1beta1().Apps(ns).Get(ctx, app.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		latest.Spec.Image = workloadImage()
+		_, err = cluster.Typed.AppV1beta1().Apps(ns).Update(ctx, latest, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	ready := waitAppReady(t, ns, app.Name, convergeTimeout)
