@@ -21,19 +21,19 @@ import (
 func ReloadingTLSConfig(ctx context.Context, certs dynamiccertificates.CertKeyContentProvider) (*tls.Config, *dynamiccertificates.DynamicServingCertificateController, error) {
 	base := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
 	serving := dynamiccertificates.NewDynamicServingCertificateController(base, nil, certs, nil, nil)
+	// The controller's worker logs every failed load as an error and retries
+	// within milliseconds. Starting empty (the Secret not filled yet) is
+	// expected, so the worker starts with the first content instead. The
+	// starter listens before the first load, so no content is missed between.
+	start := &onFirstChange{do: func() { go serving.Run(1, ctx.Done()) }}
 	certs.AddListener(serving)
+	certs.AddListener(start)
 	err := serving.RunOnce()
+	if err == nil {
+		start.Enqueue()
+	}
 	if files, ok := certs.(dynamiccertificates.ControllerRunner); ok {
 		go files.Run(ctx, 1)
-	}
-	run := func() { go serving.Run(1, ctx.Done()) }
-	if err == nil {
-		run()
-	} else {
-		// The controller's worker logs every failed load as an error and
-		// retries within milliseconds. Starting empty (the Secret not filled
-		// yet) is expected, so it starts with the first content instead.
-		certs.AddListener(&onFirstChange{do: run})
 	}
 	return &tls.Config{GetConfigForClient: serving.GetConfigForClient}, serving, err
 }

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"crypto/tls"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -42,11 +43,55 @@ func TestStartingWithoutACertificateIsNotAnError(t *testing.T) {
 	// (5, 10, 20, 40, 80, 160 ms apart) would all have logged by now.
 	time.Sleep(300 * time.Millisecond)
 
+	addr := serveTLS(t, cfg)
+	cert, key, roots, leaf := newCert(t)
+	certs.set(cert, key)
+	waitForLeaf(ctx, t, addr, roots, leaf)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) > 0 {
+		t.Errorf("%d errors logged while the certificate was awaited, first: %s", len(logged), logged[0])
+	}
+}
+
+// fillsAfterFirstRead is filled with its certificate right after its first
+// read: the Secret arriving while the first load runs.
+type fillsAfterFirstRead struct {
+	settableCerts
+	once      sync.Once
+	cert, key []byte
+}
+
+func (c *fillsAfterFirstRead) CurrentCertKeyContent() ([]byte, []byte) {
+	cert, key := c.settableCerts.CurrentCertKeyContent()
+	c.once.Do(func() { c.set(c.cert, c.key) })
+	return cert, key
+}
+
+// TestACertificateArrivingDuringTheFirstLoadIsServed: content that arrives
+// between the first (empty) load and the start of the reloader is not missed.
+func TestACertificateArrivingDuringTheFirstLoadIsServed(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cert, key, roots, leaf := newCert(t)
+	certs := &fillsAfterFirstRead{cert: cert, key: key}
+	cfg, _, err := ReloadingTLSConfig(ctx, certs)
+	if err == nil {
+		t.Fatal("the first load found a certificate; the test needs it empty")
+	}
+	waitForLeaf(ctx, t, serveTLS(t, cfg), roots, leaf)
+}
+
+// serveTLS accepts connections with cfg until the test ends, completing each
+// handshake and closing it.
+func serveTLS(t *testing.T, cfg *tls.Config) net.Addr {
+	t.Helper()
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			conn, err := ln.Accept()
@@ -57,12 +102,5 @@ func TestStartingWithoutACertificateIsNotAnError(t *testing.T) {
 			conn.Close()
 		}
 	}()
-	cert, key, roots, leaf := newCert(t)
-	certs.set(cert, key)
-	waitForLeaf(ctx, t, ln.Addr(), roots, leaf)
-	mu.Lock()
-	defer mu.Unlock()
-	if len(logged) > 0 {
-		t.Errorf("%d errors logged while the certificate was awaited, first: %s", len(logged), logged[0])
-	}
+	return ln.Addr()
 }
