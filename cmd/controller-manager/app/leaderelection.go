@@ -188,7 +188,8 @@ func (m *Manager) newElection(ctx context.Context) (*election, error) {
 	return el, nil
 }
 
-// lock is the Lease called name, wrapped for tests by WithLeaseLock.
+// lock is the Lease called name, with a release that survives a late
+// renewal (leaserelease.go).
 func (el *election) lock(name string) (resourcelock.Interface, error) {
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, el.namespace, name,
 		el.client.CoreV1(), el.client.CoordinationV1(),
@@ -196,7 +197,7 @@ func (el *election) lock(name string) (resourcelock.Interface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the leader election lock %s: %w", name, err)
 	}
-	return lock, nil
+	return retryingRelease(lock), nil
 }
 
 // leaseNamespace is the flag's value, else the pod's namespace, else "default".
