@@ -209,7 +209,14 @@ func (d drift) replacePatch(resourceVersion string, extra ...patchOp) ([]byte, e
 	return json.Marshal(append(ops, extra...))
 }
 
+// pointerEscaper is built once: building a Replacer costs far more than
+// using it, and escapePointer runs for every field of every comparison.
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
 // escapePointer escapes a key for a JSON pointer (RFC 6901).
 func escapePointer(key string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+	if !strings.ContainsAny(key, "~/") {
+		return key
+	}
+	return pointerEscaper.Replace(key)
 }
