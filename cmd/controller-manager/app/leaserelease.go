@@ -3,8 +3,8 @@ package app
 import (
 	"context"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 )
 
@@ -15,10 +15,6 @@ import (
 // duration, and the standby waits for it to expire instead of taking over
 // at once. A release that conflicts is therefore tried again on the Lease as
 // it now is, for as long as this instance still holds it.
-
-// releaseTries bounds the release's tries: only this instance's own late
-// renewals can conflict with it, and there is at most one in flight.
-const releaseTries = 3
 
 // retryingRelease wraps a Lease's lock so that its release survives a late
 // renewal.
@@ -31,20 +27,23 @@ type releaseLock struct {
 }
 
 func (l *releaseLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
-	err := l.Interface.Update(ctx, ler)
 	if ler.HolderIdentity != "" {
-		return err // an acquisition or a renewal: client-go retries those itself
+		return l.Interface.Update(ctx, ler) // an acquisition or a renewal: client-go retries those itself
 	}
-	for try := 1; try < releaseTries && apierrors.IsConflict(err); try++ {
-		current, _, getErr := l.Interface.Get(ctx)
-		if getErr != nil {
-			return err
+	retried := false
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if retried {
+			// Re-read the Lease: the lock updates the object it last read.
+			current, _, err := l.Interface.Get(ctx)
+			if err != nil {
+				return err
+			}
+			if current.HolderIdentity != l.Identity() {
+				klog.FromContext(ctx).V(2).Info("The Lease changed hands before it could be released", "lease", l.Describe(), "holder", current.HolderIdentity)
+				return nil
+			}
 		}
-		if current.HolderIdentity != l.Identity() {
-			klog.FromContext(ctx).V(2).Info("The Lease changed hands before it could be released", "lease", l.Describe(), "holder", current.HolderIdentity)
-			return nil
-		}
-		err = l.Interface.Update(ctx, ler)
-	}
-	return err
+		retried = true
+		return l.Interface.Update(ctx, ler)
+	})
 }

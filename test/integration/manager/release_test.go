@@ -31,10 +31,7 @@ func TestShutdownReleasesTheLeaseAfterALateRenewal(t *testing.T) {
 			ctx := context.Background()
 			ns := framework.CreateNamespace(t, cp.Client)
 			const name = "late"
-			lease := name
-			if perController {
-				lease = name + "-" + ingress.ControllerName
-			}
+			lease := ingressLease(name, perController)
 			late := &lateRenewals{}
 			m := framework.StartManager(t, cp.Config, func(o *options.Options) {
 				shortLease(ns, name)(o)
@@ -68,6 +65,15 @@ func TestShutdownReleasesTheLeaseAfterALateRenewal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ingressLease is the Lease the ingress controller runs under when the
+// manager's Lease is called name.
+func ingressLease(name string, perController bool) string {
+	if perController {
+		return name + "-" + ingress.ControllerName
+	}
+	return name
 }
 
 // lateRenewals slips one renewal of the Lease, by its own holder, in after

@@ -23,10 +23,7 @@ func TestStandbyTakesOverAReleasedLeaseBeforeItsNextRetry(t *testing.T) {
 		t.Run(fmt.Sprintf("per-controller=%v", perController), func(t *testing.T) {
 			ns := framework.CreateNamespace(t, cp.Client)
 			const name = "wake"
-			lease := name
-			if perController {
-				lease = name + "-" + ingress.ControllerName
-			}
+			lease := ingressLease(name, perController)
 			withElection := func(o *options.Options) {
 				o.Generic.Controllers = []string{ingress.ControllerName}
 				o.LeaderElection.LeaderElect = true
