@@ -47,7 +47,9 @@ if [[ -n "${localup:-}" ]]; then
   "$KUBECTL" kustomize manifests/default | _output/webhook-url --base=https://127.0.0.1:9443 | "$KUBECTL" apply -f - >&2
   webhook_flags=(--webhook-address=127.0.0.1 --webhook-port=9443 --webhook-cert-extra-names=127.0.0.1 --webhook-namespace=default)
 else
-  # A cluster's API server cannot call a webhook on this machine: controllers only.
+  # A cluster's API server cannot call a webhook on this machine: controllers
+  # only, and manifests/crd, which serves v1beta1 alone (v1 needs the
+  # conversion webhook; make deploy's manifests/default serves it).
   "$KUBECTL" apply -k manifests/crd >&2
   webhook_flags=(--webhooks=false)
 fi

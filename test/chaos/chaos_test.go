@@ -430,7 +430,8 @@ func (f *figures) appendRow(path string) error {
 }
 
 // withoutConversionWebhooks sets the installed CRDs' conversion strategy to
-// None.
+// None and stops serving v1, as manifests/crd has it: v1 is served only
+// with the conversion webhook. The test op refuses the patch if v1 moved.
 func withoutConversionWebhooks(ctx context.Context, c *framework.Cluster) error {
 	crds, err := controlplane.CRDs()
 	if err != nil {
@@ -440,9 +441,10 @@ func withoutConversionWebhooks(ctx context.Context, c *framework.Cluster) error 
 	if err != nil {
 		return err
 	}
-	patch := []byte(`{"spec":{"conversion":{"strategy":"None","webhook":null}}}`)
+	patch := []byte(`[{"op":"replace","path":"/spec/conversion","value":{"strategy":"None"}},` +
+		`{"op":"test","path":"/spec/versions/0/name","value":"v1"},{"op":"replace","path":"/spec/versions/0/served","value":false}]`)
 	for _, crd := range crds {
-		if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, crd.Name, types.MergePatchType, patch,
+		if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, crd.Name, types.JSONPatchType, patch,
 			metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("turning off the conversion webhook of CRD %s: %w", crd.Name, err)
 		}

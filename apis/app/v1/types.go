@@ -8,7 +8,8 @@ import (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Namespaced,shortName=exapp,categories=all
+// +kubebuilder:resource:scope=Namespaced,shortName=exapp,categories=ndsl
+// +kubebuilder:unservedversion
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Exposure",type=string,JSONPath=`.spec.exposure`

@@ -163,7 +163,11 @@ func pointAppConversionAt(ctx context.Context, c *cluster, url string, caBundle 
 	if err != nil {
 		return nil, err
 	}
-	previous := crd.Spec.Conversion.DeepCopy()
+	previous, previousVersions := crd.Spec.Conversion.DeepCopy(), crd.DeepCopy().Spec.Versions
+	// manifests/crd serves v1 only with the conversion webhook.
+	for i := range crd.Spec.Versions {
+		crd.Spec.Versions[i].Served = true
+	}
 	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
 		Strategy: apiextensionsv1.WebhookConverter,
 		Webhook: &apiextensionsv1.WebhookConversion{
@@ -178,7 +182,7 @@ func pointAppConversionAt(ctx context.Context, c *cluster, url string, caBundle 
 		ctx := context.WithoutCancel(ctx)
 		crd, err := crds.Get(ctx, "apps.ingress.example.com", metav1.GetOptions{})
 		if err == nil {
-			crd.Spec.Conversion = previous
+			crd.Spec.Conversion, crd.Spec.Versions = previous, previousVersions
 			_, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
 		}
 		if err != nil {

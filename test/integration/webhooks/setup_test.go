@@ -116,7 +116,8 @@ func installWebhooks() error {
 }
 
 // installCRDs creates the CRDs of manifests/crd with a conversion webhook at
-// url, as the manifests' kustomize patch does with a Service.
+// url and v1 served, as manifests/default's kustomize patches do with a
+// Service.
 func installCRDs(ctx context.Context, url string, caBundle []byte) error {
 	root, err := controlplane.RepoRoot()
 	if err != nil {
@@ -144,6 +145,9 @@ func installCRDs(ctx context.Context, url string, caBundle []byte) error {
 				ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: ptr.To(url + path), CABundle: caBundle},
 				ConversionReviewVersions: []string{"v1"},
 			},
+		}
+		for i := range crd.Spec.Versions {
+			crd.Spec.Versions[i].Served = true // manifests/crd serves v1 only with the webhook
 		}
 		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, &crd, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating CRD %s: %w", crd.Name, err)

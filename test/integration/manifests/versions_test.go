@@ -1,0 +1,156 @@
+package manifests
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
+	"github.com/ndsl/controller-manager/test/integration/framework"
+)
+
+// crdsOf returns the CRDs a kustomization builds to.
+func crdsOf(t *testing.T, dir string) []*apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, doc := range build(t, dir) {
+		if doc["kind"] == "CustomResourceDefinition" {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			convert(t, doc, crd)
+			out = append(out, crd)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("manifests/%s has no CRDs", dir)
+	}
+	return out
+}
+
+// servesWithoutConversion names the versions other than the storage version
+// that crd serves while it converts with strategy None: what such a
+// version reads is the stored version's data relabelled, and what it
+// writes loses the fields the stored version does not have.
+func servesWithoutConversion(crd *apiextensionsv1.CustomResourceDefinition) []string {
+	if crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
+		return nil
+	}
+	var out []string
+	for _, v := range crd.Spec.Versions {
+		if v.Served && !v.Storage {
+			out = append(out, v.Name)
+		}
+	}
+	return out
+}
+
+// Issue 21, item 4: no install path serves v1 without conversion. make
+// install (and make run against a cluster) applies manifests/crd: v1 is
+// not served. make deploy and the cert-manager overlay configure the
+// conversion webhook and serve v1.
+func TestEveryInstallPathServesV1OnlyWithConversion(t *testing.T) {
+	for _, dir := range []string{"crd", "default", "overlays/cert-manager", "overlays/cleanup", "overlays/prometheus"} {
+		for _, crd := range crdsOf(t, dir) {
+			if vs := servesWithoutConversion(crd); len(vs) > 0 {
+				t.Errorf("manifests/%s: CRD %s serves %v without a conversion webhook", dir, crd.Name, vs)
+			}
+		}
+	}
+	for _, dir := range []string{"default", "overlays/cert-manager"} {
+		for _, crd := range crdsOf(t, dir) {
+			if !served(crd, "v1") || crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter {
+				t.Errorf("manifests/%s: CRD %s: v1 served %t, conversion %+v; want v1 served through the webhook", dir, crd.Name, served(crd, "v1"), crd.Spec.Conversion)
+			}
+		}
+	}
+}
+
+func served(crd *apiextensionsv1.CustomResourceDefinition, version string) bool {
+	for _, v := range crd.Spec.Versions {
+		if v.Name == version {
+			return v.Served
+		}
+	}
+	return false
+}
+
+// The same against the API server: manifests/crd alone, as make install
+// applies it, serves only v1beta1 (a v1 LIST is NotFound and discovery
+// does not list v1); then manifests/default's CRDs over it, as make deploy
+// applies them, serve v1 with strategy Webhook.
+func TestAPIServerServesV1OnlyWithConversion(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ext, err := apiextensionsclient.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := ext.ApiextensionsV1().CustomResourceDefinitions()
+	installed := crdsOf(t, "crd")
+	var names []string
+	for _, crd := range installed {
+		names = append(names, crd.Name)
+		t.Cleanup(func() { _ = crds.Delete(context.Background(), crd.Name, metav1.DeleteOptions{}) })
+	}
+	if err := controlplane.InstallCRDs(ctx, cp.Config, installed); err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range installed {
+		gr := schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}
+		waitDiscovered(t, gr.WithVersion("v1beta1").GroupVersion(), gr.Resource)
+		if _, err := dyn.Resource(gr.WithVersion("v1")).List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("manifests/crd: LIST %s v1: %v, want NotFound (v1 not served)", gr, err)
+		}
+		if _, err := cp.Client.Discovery().ServerResourcesForGroupVersion(gr.Group + "/v1"); !apierrors.IsNotFound(err) {
+			t.Errorf("manifests/crd: discovery of %s/v1: %v, want NotFound", gr.Group, err)
+		}
+	}
+
+	// make deploy over make install: the API server takes manifests/default's CRDs.
+	for _, want := range crdsOf(t, "default") {
+		got, err := crds.Get(ctx, want.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Spec = want.Spec
+		got, err = crds.Update(ctx, got, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatalf("updating CRD %s to manifests/default's: %v", want.Name, err)
+		}
+		if !served(got, "v1") || got.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter {
+			t.Errorf("manifests/default: CRD %s as stored: v1 served %t, conversion %s; want v1 served with strategy Webhook",
+				got.Name, served(got, "v1"), got.Spec.Conversion.Strategy)
+		}
+		waitDiscovered(t, schema.GroupVersion{Group: got.Spec.Group, Version: "v1"}, got.Spec.Names.Plural)
+	}
+	if err := controlplane.WaitForCRDs(ctx, ext, time.Minute, names...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitDiscovered waits until discovery lists resource in gv.
+func waitDiscovered(t *testing.T, gv schema.GroupVersion, resource string) {
+	t.Helper()
+	framework.Eventually(t, time.Minute, gv.String()+" "+resource+" in discovery", func(context.Context) (bool, error) {
+		list, err := cp.Client.Discovery().ServerResourcesForGroupVersion(gv.String())
+		if err != nil {
+			return false, nil
+		}
+		for _, r := range list.APIResources {
+			if r.Name == resource {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
