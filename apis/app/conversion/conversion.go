@@ -23,6 +23,13 @@ const (
 	V1SpecAnnotation = "conversion.ingress.example.com/v1-spec"
 )
 
+// ReservedAnnotations are the conversion's annotations and what each holds.
+// Only the conversion writes them; the validating webhook refuses users'.
+var ReservedAnnotations = stash.Reserved{
+	V1beta1SpecAnnotation: func() any { return &v1beta1Exposure{} },
+	V1SpecAnnotation:      func() any { return &v1Exposure{} },
+}
+
 // v1beta1Exposure is the part of a v1beta1 spec that v1 says as Exposure.
 type v1beta1Exposure struct {
 	EnableService bool `json:"enable_service"`
@@ -77,10 +84,7 @@ func V1beta1ToV1(in *appv1beta1.App, out *appv1.App) error {
 	beta := v1beta1Exposure{EnableService: in.Spec.EnableService, EnableIngress: in.Spec.EnableIngress}
 	out.Spec.Exposure = exposureOf(beta)
 	var kept v1Exposure
-	restored, err := stash.Take(&out.ObjectMeta, V1SpecAnnotation, &kept)
-	if err != nil {
-		return err
-	}
+	restored := stash.Take(&out.ObjectMeta, V1SpecAnnotation, &kept)
 	switch {
 	case restored && booleansOf(kept.Exposure) == beta:
 		// The v1 value this App was written with, still what the booleans say.
@@ -112,10 +116,7 @@ func V1ToV1beta1(in *appv1.App, out *appv1beta1.App) error {
 
 	beta := booleansOf(in.Spec.Exposure)
 	var kept v1beta1Exposure
-	restored, err := stash.Take(&out.ObjectMeta, V1beta1SpecAnnotation, &kept)
-	if err != nil {
-		return err
-	}
+	restored := stash.Take(&out.ObjectMeta, V1beta1SpecAnnotation, &kept)
 	if restored && exposureOf(kept) == in.Spec.Exposure {
 		// The v1beta1 booleans this App was stored with, still what the
 		// exposure says; an exposure changed since wins.

@@ -201,3 +201,39 @@ func TestConverter(t *testing.T) {
 		t.Error("conversion to an unknown version succeeded")
 	}
 }
+
+// Issue 21, item 4: a reserved annotation that does not decode (written by
+// a user, not by the conversion) is dropped and the rest converts, in both
+// directions: one such App must not fail a whole ConversionReview.
+func TestUndecodableAnnotationIsIgnored(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		from, to, key, value string
+		spec                 map[string]any
+		wantField            string
+		want                 any
+	}{
+		{"ingress.example.com/v1beta1", "ingress.example.com/v1", V1SpecAnnotation, "not json",
+			map[string]any{"image": "nginx:1.27", "enable_service": true}, "exposure", "Service"},
+		{"ingress.example.com/v1beta1", "ingress.example.com/v1", V1SpecAnnotation, `{"exposure":5}`,
+			map[string]any{"image": "nginx:1.27", "enable_service": true, "enable_ingress": true}, "exposure", "Ingress"},
+		{"ingress.example.com/v1", "ingress.example.com/v1beta1", V1beta1SpecAnnotation, `{"enable_service":"yes"}`,
+			map[string]any{"image": "nginx:1.27", "exposure": "Service"}, "enable_service", true},
+	} {
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": tc.from, "kind": "App",
+			"metadata": map[string]any{"name": "web", "namespace": "default", "annotations": map[string]any{tc.key: tc.value, "keep": "me"}},
+			"spec":     tc.spec,
+		}}
+		out, err := Converter{}.Convert(ctx, obj, tc.to)
+		if err != nil {
+			t.Fatalf("%s %s=%q to %s: %v", tc.from, tc.key, tc.value, tc.to, err)
+		}
+		if got, _, _ := unstructured.NestedFieldNoCopy(out.Object, "spec", tc.wantField); got != tc.want {
+			t.Errorf("%s=%q: spec.%s = %v, want %v", tc.key, tc.value, tc.wantField, got, tc.want)
+		}
+		if a := out.GetAnnotations(); a[tc.key] != "" || a["keep"] != "me" {
+			t.Errorf("%s=%q: annotations %v, want the undecodable one dropped and the others kept", tc.key, tc.value, a)
+		}
+	}
+}

@@ -7,6 +7,7 @@ package stash
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -25,21 +26,46 @@ func Put(meta *metav1.ObjectMeta, key string, value any) error {
 }
 
 // Take removes the annotation key from meta and decodes it into value. It
-// reports whether the annotation was there; a value that does not decode is
-// an error, never silently dropped.
-func Take(meta *metav1.ObjectMeta, key string, value any) (bool, error) {
+// reports whether a value was restored. A value that does not decode was not
+// written by the conversion (the validating webhook refuses users' writes of
+// the key, but an object may predate it or have been written with the
+// webhooks off): it is dropped like a missing one, so that the rest of the
+// object converts. Failing instead would fail the whole ConversionReview it
+// came in, and with it every LIST and watch of the kind in that version.
+// Converters report such values with Undecodable first.
+func Take(meta *metav1.ObjectMeta, key string, value any) bool {
 	data, ok := meta.Annotations[key]
 	if !ok {
-		return false, nil
+		return false
 	}
-	delete(meta.Annotations, key)
-	if len(meta.Annotations) == 0 {
-		meta.Annotations = nil
+	Drop(meta, key)
+	return json.Unmarshal([]byte(data), value) == nil
+}
+
+// Reserved maps each annotation reserved for a conversion to a function
+// returning a new value of the type it holds.
+type Reserved map[string]func() any
+
+// Keys returns the reserved annotations, sorted.
+func (r Reserved) Keys() []string {
+	keys := make([]string, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
 	}
-	if err := json.Unmarshal([]byte(data), value); err != nil {
-		return true, fmt.Errorf("annotation %s holds %q, not what the conversion recorded: %w", key, data, err)
+	sort.Strings(keys)
+	return keys
+}
+
+// Undecodable returns, sorted, the reserved annotations of annotations
+// whose value does not decode into its type: the ones Take will ignore.
+func (r Reserved) Undecodable(annotations map[string]string) []string {
+	var out []string
+	for _, key := range r.Keys() {
+		if data, ok := annotations[key]; ok && json.Unmarshal([]byte(data), r[key]()) != nil {
+			out = append(out, key)
+		}
 	}
-	return true, nil
+	return out
 }
 
 // Drop removes the annotation key from meta, if it is there.

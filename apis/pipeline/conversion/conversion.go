@@ -23,6 +23,13 @@ const (
 	V1beta1StatusAnnotation = "conversion.distri-infer.ndsl.cn/v1beta1-status"
 )
 
+// ReservedAnnotations are the conversion's annotations and what each holds.
+// Only the conversion writes them; the validating webhook refuses users'.
+var ReservedAnnotations = stash.Reserved{
+	V1beta1SpecAnnotation:   func() any { return &pipelinev1beta1.PipelineSpec{} },
+	V1beta1StatusAnnotation: func() any { return &pipelinev1beta1.PipelineStatus{} },
+}
+
 // V1beta1ToV1 converts in into out. out shares nothing with in.
 func V1beta1ToV1(in *pipelinev1beta1.Pipeline, out *pipelinev1.Pipeline) error {
 	in = in.DeepCopy()
@@ -60,19 +67,14 @@ func V1ToV1beta1(in *pipelinev1.Pipeline, out *pipelinev1beta1.Pipeline) error {
 	}
 	out.APIVersion = pipelinev1beta1.SchemeGroupVersion.String()
 	var spec pipelinev1beta1.PipelineSpec
-	ok, err := stash.Take(&out.ObjectMeta, V1beta1SpecAnnotation, &spec)
-	if err != nil {
-		return err
-	}
+	ok := stash.Take(&out.ObjectMeta, V1beta1SpecAnnotation, &spec)
 	// The stashed form wins only while it still says what the v1 spec says:
 	// a v1 client that changed the spec gets its change.
 	if v1 := specToV1(&spec); ok && apiequality.Semantic.DeepEqual(&v1, &in.Spec) {
 		out.Spec = spec
 	}
 	var status pipelinev1beta1.PipelineStatus
-	if ok, err = stash.Take(&out.ObjectMeta, V1beta1StatusAnnotation, &status); err != nil {
-		return err
-	}
+	ok = stash.Take(&out.ObjectMeta, V1beta1StatusAnnotation, &status)
 	if v1 := statusToV1(&status); ok && apiequality.Semantic.DeepEqual(&v1, &in.Status) {
 		out.Status = status
 	}

@@ -215,3 +215,25 @@ func TestConverterRejectsUnknownFields(t *testing.T) {
 	}
 	t.Logf("error: %v", err)
 }
+
+// Issue 21, item 4: a reserved annotation that does not decode (written by
+// a user, not by the conversion) is dropped and the rest converts.
+func TestUndecodableAnnotationIsIgnored(t *testing.T) {
+	for _, key := range []string{V1beta1SpecAnnotation, V1beta1StatusAnnotation} {
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "distri-infer.ndsl.cn/v1", "kind": "Pipeline",
+			"metadata": map[string]any{"name": "p", "annotations": map[string]any{key: "{broken", "keep": "me"}},
+			"spec":     map[string]any{"steps": []any{map[string]any{"model": "m", "image": "i"}}, "modelStorage": map[string]any{"nfs": map[string]any{"server": "s", "path": "/p"}}},
+		}}
+		out, err := Converter{}.Convert(context.Background(), obj, "distri-infer.ndsl.cn/v1beta1")
+		if err != nil {
+			t.Fatalf("%s undecodable: %v", key, err)
+		}
+		if server, _, _ := unstructured.NestedString(out.Object, "spec", "modelStorage", "csiParameter", "server"); server != "s" {
+			t.Errorf("%s undecodable: spec not converted: %v", key, out.Object["spec"])
+		}
+		if a := out.GetAnnotations(); a[key] != "" || a["keep"] != "me" {
+			t.Errorf("%s undecodable: annotations %v, want it dropped and the others kept", key, a)
+		}
+	}
+}

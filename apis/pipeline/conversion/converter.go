@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
 
 	"github.com/ndsl/controller-manager/apis/internal/convert"
 	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
@@ -15,8 +16,13 @@ import (
 type Converter struct{}
 
 // Convert converts obj to toAPIVersion ("group/version").
-func (Converter) Convert(_ context.Context, obj *unstructured.Unstructured, toAPIVersion string) (*unstructured.Unstructured, error) {
+func (Converter) Convert(ctx context.Context, obj *unstructured.Unstructured, toAPIVersion string) (*unstructured.Unstructured, error) {
 	from := obj.GetAPIVersion()
+	if keys := ReservedAnnotations.Undecodable(obj.GetAnnotations()); len(keys) > 0 && from != toAPIVersion {
+		// Not the conversion's: the conversion drops them and converts the
+		// rest, so that one object never fails a whole LIST.
+		klog.FromContext(ctx).V(2).Info("Ignoring undecodable conversion annotations", "kind", "Pipeline", "object", klog.KObj(obj), "annotations", keys)
+	}
 	switch {
 	case from == toAPIVersion:
 		return obj.DeepCopy(), nil
