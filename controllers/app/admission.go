@@ -167,10 +167,7 @@ func decodeApp(raw []byte) (*appv1beta1.App, error) {
 // requestVersion is the version the client wrote, which may differ from the
 // version the webhook is sent (matchPolicy Equivalent).
 func requestVersion(req *admissionv1.AdmissionRequest) string {
-	if req.RequestKind != nil {
-		return req.RequestKind.Version
-	}
-	return req.Kind.Version
+	return webhook.RequestVersion(req)
 }
 
 // Admit sets enable_ingress to the inverse of the requested value on an App
@@ -232,6 +229,15 @@ func (Validator) Admit(_ context.Context, req *admissionv1.AdmissionRequest) *ad
 		}
 	}
 	errs, warnings := validateApp(app, old)
+	if requestVersion(req) == appv1beta1.SchemeGroupVersion.Version {
+		// Through v1 the conversion wrote them; through v1beta1 a user did.
+		var oldAnnotations map[string]string
+		if old != nil {
+			oldAnnotations = old.Annotations
+		}
+		errs = append(errs, webhook.ReservedAnnotationWrites(conversion.ReservedAnnotations.Keys(), app.Annotations, oldAnnotations,
+			"the conversion between v1beta1 and v1")...)
+	}
 	if len(errs) > 0 {
 		return webhook.Invalid(appv1beta1.Kind("App"), app.Name, errs, warnings...)
 	}

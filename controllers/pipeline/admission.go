@@ -93,8 +93,9 @@ func decodePipeline(raw []byte) (*pipelinev1beta1.Pipeline, error) {
 	return nil, fmt.Errorf("not a Pipeline: apiVersion %q, kind %q", meta.APIVersion, meta.Kind)
 }
 
-// Admit rejects a Pipeline whose storage cannot work, with every reason,
-// and warns about what it ignores.
+// Admit rejects a Pipeline whose storage cannot work, or a v1beta1 write of
+// the conversion's annotations, with every reason, and warns about what it
+// ignores.
 func (Validator) Admit(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return webhook.Allowed()
@@ -104,6 +105,19 @@ func (Validator) Admit(_ context.Context, req *admissionv1.AdmissionRequest) *ad
 		return webhook.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Pipeline: %w", err))
 	}
 	errs, warnings := validatePipeline(p)
+	if webhook.RequestVersion(req) == pipelinev1beta1.SchemeGroupVersion.Version {
+		// Through v1 the conversion wrote them; through v1beta1 a user did.
+		var oldAnnotations map[string]string
+		if req.Operation == admissionv1.Update {
+			old, err := decodePipeline(req.OldObject.Raw)
+			if err != nil {
+				return webhook.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old Pipeline: %w", err))
+			}
+			oldAnnotations = old.Annotations
+		}
+		errs = append(errs, webhook.ReservedAnnotationWrites(conversion.ReservedAnnotations.Keys(), p.Annotations, oldAnnotations,
+			"the conversion between v1beta1 and v1")...)
+	}
 	if len(errs) > 0 {
 		return webhook.Invalid(pipelinev1beta1.Kind("Pipeline"), p.Name, errs, warnings...)
 	}

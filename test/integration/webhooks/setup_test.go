@@ -54,6 +54,9 @@ var (
 	setupOnce sync.Once
 	setupErr  error
 	dyn       dynamic.Interface
+	// webhookURL and webhookCA reach the webhook server setup starts.
+	webhookURL string
+	webhookCA  []byte
 )
 
 // setup starts the webhook server and points the CRDs and the webhook
@@ -99,6 +102,7 @@ func installWebhooks() error {
 	if err != nil {
 		return fmt.Errorf("serving the webhooks: %w", err)
 	}
+	webhookURL, webhookCA = url, caBundle
 	if dyn, err = dynamic.NewForConfig(cp.Config); err != nil {
 		return err
 	}
