@@ -37,7 +37,7 @@ func (c *Controller) sweep(ctx context.Context, _ controller.Key) (controller.Re
 	defer func() { sweepDuration.Observe(c.clock.Since(start).Seconds()) }()
 	sweepsTotal.Inc()
 
-	candidates, err := c.findStale()
+	candidates, recovered, err := c.findStale()
 	if err != nil {
 		return controller.Result{}, err
 	}
@@ -52,31 +52,51 @@ func (c *Controller) sweep(ctx context.Context, _ controller.Key) (controller.Re
 		staleObjects.WithLabelValues(kind).Set(float64(n))
 	}
 
-	due := c.track(candidates, start)
+	due, unrecorded := c.track(candidates, start)
 	var errs []error
 	for _, cand := range due {
 		if err := c.remove(ctx, cand); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	logger.V(2).Info("Sweep done", "stale", len(candidates), "due", len(due), "dryRun", c.opts.DryRun)
+	if !c.opts.DryRun { // a dry run writes nothing
+		for _, cand := range unrecorded {
+			if err := c.writeStaleness(ctx, cand, &start); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for _, cand := range recovered {
+			if err := c.writeStaleness(ctx, cand, nil); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	logger.V(2).Info("Sweep done", "stale", len(candidates), "due", len(due), "recorded", len(unrecorded), "recovered", len(recovered), "dryRun", c.opts.DryRun)
 	if len(errs) > 0 {
 		return controller.Result{}, fmt.Errorf("removing %d stale objects failed, first: %w", len(errs), errs[0])
 	}
 	return controller.Result{}, nil
 }
 
-// findStale lists this manager's objects from the caches and returns the stale ones.
-func (c *Controller) findStale() ([]candidate, error) {
-	var out []candidate
+// findStale lists this manager's objects from the caches and returns the
+// stale ones, and those no longer stale that still carry a stale-since time.
+func (c *Controller) findStale() (stale, recovered []candidate, err error) {
 	for _, k := range append(dependentKinds, pvKind) {
 		objs, err := c.dependents[k].List(managedSelector)
 		if err != nil {
-			return nil, fmt.Errorf("listing %s from the cache: %w", k.resource.Resource, err)
+			return nil, nil, fmt.Errorf("listing %s from the cache: %w", k.resource.Resource, err)
 		}
 		for _, o := range objs {
 			obj, err := meta.Accessor(o)
-			if err != nil || !sweepable(obj) || obj.GetDeletionTimestamp() != nil {
+			if err != nil || obj.GetDeletionTimestamp() != nil {
+				continue
+			}
+			if _, recorded := obj.GetAnnotations()[StaleSinceAnnotation]; recorded &&
+				(!sweepable(obj) || orphanReason(obj, c.lookupOwner) == "") {
+				recovered = append(recovered, candidate{kind: k, obj: obj})
+				continue
+			}
+			if !sweepable(obj) {
 				continue
 			}
 			// A PV is judged by its Pipeline like any child, never by its
@@ -84,34 +104,47 @@ func (c *Controller) findStale() ([]candidate, error) {
 			// terminating namespace) is Available or Released with its
 			// Pipeline alive: it is the Pipeline controller's to repair.
 			if reason := orphanReason(obj, c.lookupOwner); reason != "" {
-				out = append(out, candidate{kind: k, obj: obj, reason: reason, owner: *metav1.GetControllerOfNoCopy(obj)})
+				stale = append(stale, candidate{kind: k, obj: obj, reason: reason, owner: *metav1.GetControllerOfNoCopy(obj)})
 			}
 		}
 	}
-	return out, nil
+	return stale, recovered, nil
 }
 
-// track records when each candidate was first seen stale, forgets objects
-// no longer stale, and returns the candidates stale for the whole period.
-func (c *Controller) track(candidates []candidate, now time.Time) []candidate {
+// track returns the candidates stale for the whole period, and those not due
+// yet whose stale-since time is not recorded on the object yet. The time on
+// the object is the one that counts (see StaleSinceAnnotation); memory
+// serves only a dry run, which writes nothing, and its report-once.
+func (c *Controller) track(candidates []candidate, now time.Time) (due, unrecorded []candidate) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	seen := make(map[types.UID]staleEntry, len(candidates))
-	var due []candidate
 	for _, cand := range candidates {
 		uid := cand.obj.GetUID()
 		entry, ok := c.staleSince[uid]
 		if !ok {
 			entry = staleEntry{since: now}
 		}
-		if now.Sub(entry.since) >= c.opts.StalePeriod && !(c.opts.DryRun && entry.reported) {
-			due = append(due, cand)
-			entry.reported = true
+		since, recorded := staleSinceOf(cand.obj)
+		switch {
+		case !recorded:
+			since = entry.since
+		case since.After(now):
+			since = now // written by a clock ahead of this one
+		}
+		switch {
+		case now.Sub(since) >= c.opts.StalePeriod:
+			if !(c.opts.DryRun && entry.reported) {
+				due = append(due, cand)
+				entry.reported = true
+			}
+		case !recorded:
+			unrecorded = append(unrecorded, cand)
 		}
 		seen[uid] = entry
 	}
 	c.staleSince = seen
-	return due
+	return due, unrecorded
 }
 
 // remove deletes one stale object, guarded by a UID precondition so that a
