@@ -2,7 +2,8 @@
 // but by a ticker that pushes a generic event into a channel. Each sweep
 // removes what this manager left behind: children, model-storage PVs
 // included, whose controller is gone. Nothing is removed before it has been
-// seen stale for the stale period.
+// seen stale for the stale period, counted from the time recorded on the
+// object, so that leader changes and restarts do not restart it.
 package cleanup
 
 import (
@@ -62,8 +63,10 @@ type Controller struct {
 	ticks chan controller.Key
 
 	mu sync.Mutex
-	// staleSince records when each object was first seen stale; an object
-	// that stops being stale is forgotten.
+	// staleSince records when this process first saw each object stale, an
+	// object that stops being stale being forgotten. What counts is the time
+	// recorded on the object (StaleSinceAnnotation); this serves a dry run,
+	// which writes none, and a record not written yet.
 	staleSince map[types.UID]staleEntry
 }
 
