@@ -73,7 +73,7 @@ func (c *Controller) sweep(ctx context.Context, _ controller.Key) (controller.Re
 	}
 	logger.V(2).Info("Sweep done", "stale", len(candidates), "due", len(due), "recorded", len(unrecorded), "recovered", len(recovered), "dryRun", c.opts.DryRun)
 	if len(errs) > 0 {
-		return controller.Result{}, fmt.Errorf("removing %d stale objects failed, first: %w", len(errs), errs[0])
+		return controller.Result{}, fmt.Errorf("%d writes of the sweep (removals, stale-since records) failed, first: %w", len(errs), errs[0])
 	}
 	return controller.Result{}, nil
 }
