@@ -319,6 +319,12 @@ func stepName(p *pipelinev1beta1.Pipeline, model string) string {
 	return dnsLabel(p.Name+"-"+model, "")
 }
 
+// StepName is the name of the Deployment and Service of the step serving
+// model in the Pipeline called pipelineName.
+func StepName(pipelineName, model string) string {
+	return stepName(&pipelinev1beta1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: pipelineName}}, model)
+}
+
 // storageName names the volume and its claim: <pipeline>-models-<hash>. The
 // hash covers everything the volume's immutable spec and the claim's binding
 // depend on, so that a change of namespace, server, share or size gets a new
