@@ -86,8 +86,9 @@ type PipelineStep struct {
 	// +optional
 	NodeNames []string `json:"nodeNames,omitempty"`
 
-	// Replicas is the number of pods serving the step.
-	// +kubebuilder:default=1
+	// Replicas is the number of pods serving the step. Unset, the step's
+	// Deployment starts with 1 and its replicas are left to whoever scales
+	// it (kubectl scale, an HPA); set, the controller keeps it at this.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"` // a pointer, so that an explicit 0 is not taken for unset

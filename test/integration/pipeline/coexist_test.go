@@ -370,7 +370,8 @@ func TestBlockedStepNamesItsBlockerAndConvergesWhenItGoes(t *testing.T) {
 		}
 	}
 	if !hasCondition(degraded, pipelinev1beta1.ConditionStepsReady, metav1.ConditionFalse, "step 1 (a)") ||
-		!strings.Contains(conditionOf(degraded, pipelinev1beta1.ConditionStepsReady).Message, "DST would name "+blocker) {
+		!strings.Contains(conditionOf(degraded, pipelinev1beta1.ConditionStepsReady).Message,
+			"is not written while its DST would name a Service that is not this Pipeline's: "+blocker) {
 		t.Errorf("StepsReady does not say why step 1 has no Deployment: %s", describeStatus(degraded))
 	}
 

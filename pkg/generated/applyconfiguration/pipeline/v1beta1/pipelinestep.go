@@ -20,7 +20,9 @@ type PipelineStepApplyConfiguration struct {
 	Location *string `json:"location,omitempty"`
 	// Locations are the names of nodes the step may run on.
 	Locations []string `json:"locations,omitempty"`
-	// Replicas is the number of pods serving the step.
+	// Replicas is the number of pods serving the step. Unset, the step's
+	// Deployment starts with 1 and its replicas are left to whoever scales
+	// it (kubectl scale, an HPA); set, the controller keeps it at this.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Args are passed to the step's container.
 	Args map[string]string `json:"args,omitempty"`
