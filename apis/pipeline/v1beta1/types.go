@@ -78,8 +78,9 @@ type PipelineSpec struct {
 
 // PipelineStep is one stage of a Pipeline: a model served by an image.
 type PipelineStep struct {
-	// Model names the model this step serves; it names the step's
-	// Deployment and Service too, so it must be a DNS-1123 label.
+	// Model names the model this step serves; with the Pipeline's name
+	// it names the step's Deployment and Service too
+	// (<pipeline>-<model>-<hash of both>), so it must be a DNS-1123 label.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`

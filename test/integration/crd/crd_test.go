@@ -184,13 +184,13 @@ func testPipelineV1beta1Sample(ctx context.Context, t *testing.T, c clients) {
 			Model:    "facedetection-1",
 			Image:    "nginx:latest",
 			Location: "xx-test-node236",
-			Replicas: ptr.To[int32](1), // defaulted
+			// Replicas not defaulted: unset, they are the scaler's.
 			Args:     map[string]string{"listenPort": "9080"},
 		}, {
 			Model:    "facedetection-2",
 			Image:    "nginx:latest",
 			Location: "xx-test-node239",
-			Replicas: ptr.To[int32](1), // defaulted
+			// Replicas not defaulted: unset, they are the scaler's.
 			Args:     map[string]string{},
 		}},
 		ListenPort: 9080, // defaulted

@@ -208,6 +208,17 @@ func deploymentAvailable(d *appsv1.Deployment) bool {
 	return d.Status.ObservedGeneration >= d.Generation && d.Status.AvailableReplicas >= ptr.Deref(d.Spec.Replicas, 1)
 }
 
+// rolledOut: the Deployment controller is done with the Deployment, which
+// is available.
+func rolledOut(d *appsv1.Deployment) bool {
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Reason == "NewReplicaSetAvailable" {
+			return deploymentAvailable(d)
+		}
+	}
+	return false
+}
+
 // deploymentLog records a namespace's Deployment events in order and, at the
 // first delete of an old Deployment, which new ones were not available yet.
 type deploymentLog struct {
@@ -388,6 +399,26 @@ func TestBlockedStepNamesItsBlockerAndConvergesWhenItGoes(t *testing.T) {
 		}
 		return false, nil
 	})
+	// Nothing else left to bring the Pipeline back: its storage bound and
+	// its pods ready as its status says, its key given up and out of the
+	// queue.
+	framework.Eventually(t, timeout, "the Deployments' rollouts to be complete", func(ctx context.Context) (bool, error) {
+		list, err := e.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) == 0 {
+			return false, err
+		}
+		for _, d := range list.Items {
+			if !rolledOut(&d) {
+				return false, fmt.Errorf("Deployment %s: %+v", d.Name, d.Status)
+			}
+		}
+		return true, nil
+	})
+	e.waitFor(p.Name, "everything but the blocked step settled", func(p *pipelinev1beta1.Pipeline) bool {
+		return hasCondition(p, pipelinev1beta1.ConditionStorageReady, metav1.ConditionTrue, "") &&
+			!strings.Contains(conditionOf(p, pipelinev1beta1.ConditionStepsReady).Message, "replicas ready")
+	})
+	framework.Eventually(t, timeout, "the queue to drain", func(context.Context) (bool, error) { return e.m.QueuesEmpty() })
 	if err := e.kube.CoreV1().Services(ns).Delete(ctx, blocked, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +427,10 @@ func TestBlockedStepNamesItsBlockerAndConvergesWhenItGoes(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return hasCondition(p, pipelinev1beta1.ConditionReady, metav1.ConditionTrue, ""), fmt.Errorf("%s", describeStatus(p))
+		if hasCondition(p, pipelinev1beta1.ConditionReady, metav1.ConditionTrue, "") {
+			return true, nil
+		}
+		return false, fmt.Errorf("%s", describeStatus(p))
 	})
 	checkChildren(t, e.kube, e.get(name), ns)
 }
@@ -414,7 +448,7 @@ func TestUnsetStepReplicasAreLeftToOtherManagers(t *testing.T) {
 	}
 	p := e.create(newPipeline("scaled", ns, step("a", "scaled-node"), step("b", "scaled-node")))
 	if r := p.Spec.Steps[0].Replicas; r != nil {
-		t.Fatalf("the API server defaulted step replicas to %d", *r)
+		t.Errorf("the API server defaulted step replicas to %d", *r)
 	}
 	p = e.ready(p.Name)
 	name := p.Status.Steps[0].DeploymentName

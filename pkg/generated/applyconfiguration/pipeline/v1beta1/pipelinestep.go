@@ -11,8 +11,9 @@ package v1beta1
 //
 // PipelineStep is one stage of a Pipeline: a model served by an image.
 type PipelineStepApplyConfiguration struct {
-	// Model names the model this step serves; it names the step's
-	// Deployment and Service too, so it must be a DNS-1123 label.
+	// Model names the model this step serves; with the Pipeline's name
+	// it names the step's Deployment and Service too
+	// (<pipeline>-<model>-<hash of both>), so it must be a DNS-1123 label.
 	Model *string `json:"model,omitempty"`
 	// Image is the container image serving the model.
 	Image *string `json:"image,omitempty"`
