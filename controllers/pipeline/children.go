@@ -323,8 +323,9 @@ func storageSize(p *pipelinev1beta1.Pipeline) resource.Quantity {
 }
 
 // stepHashLen is the length of the hash that ends a step's child name: 13
-// base32 characters, 65 bits, so that two (pipeline, model) pairs meet on
-// one name only through a SHA-256 collision, found by chance or on purpose.
+// base32 characters, 65 bits of SHA-256. Two (pipeline, model) pairs with
+// the same readable part meet on one name by chance only among billions of
+// such pairs, and on purpose only after some 2^64 hashes.
 const stepHashLen = 13
 
 // lowerBase32 encodes with the characters of a DNS label.
