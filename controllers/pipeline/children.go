@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"crypto/sha256"
+	"encoding/base32"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -17,7 +18,6 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
-	"k8s.io/utils/ptr"
 
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/pkg/controller"
@@ -31,9 +31,13 @@ const (
 	LabelPipeline = "pipeline"
 	// LabelStep is the 1-based position of a step's Deployment and Service.
 	LabelStep = "step"
+	// LabelStepChild is what a step's Deployment and Service select its
+	// pods by; its value is the step's child name (StepName). It is in the
+	// Pipeline API's own domain, so only this manager writes it and no pod
+	// of another tool (a Helm release, an Argo CD application) matches.
+	LabelStepChild = pipelinev1beta1.GroupName + "/step"
 
-	labelName     = "app.kubernetes.io/name"
-	labelInstance = "app.kubernetes.io/instance"
+	labelName = "app.kubernetes.io/name"
 )
 
 // The fixed parts of the children.
@@ -109,7 +113,7 @@ func desiredPersistentVolume(p *pipelinev1beta1.Pipeline, namespace string) *cor
 	name := storageName(p, namespace)
 	ms := &p.Spec.ModelStorage
 	return corev1ac.PersistentVolume(name).
-		WithLabels(storageLabels(p, name)).
+		WithLabels(storageLabels(p)).
 		WithOwnerReferences(controllerRef(p)).
 		WithSpec(corev1ac.PersistentVolumeSpec().
 			WithCapacity(corev1.ResourceList{corev1.ResourceStorage: storageSize(p)}).
@@ -133,7 +137,7 @@ func desiredPersistentVolume(p *pipelinev1beta1.Pipeline, namespace string) *cor
 func desiredPersistentVolumeClaim(p *pipelinev1beta1.Pipeline, namespace string) *corev1ac.PersistentVolumeClaimApplyConfiguration {
 	name := storageName(p, namespace)
 	return corev1ac.PersistentVolumeClaim(name, namespace).
-		WithLabels(storageLabels(p, name)).
+		WithLabels(storageLabels(p)).
 		WithOwnerReferences(controllerRef(p)).
 		WithSpec(corev1ac.PersistentVolumeClaimSpec().
 			WithAccessModes(corev1.ReadWriteMany).
@@ -148,7 +152,7 @@ func desiredPersistentVolumeClaim(p *pipelinev1beta1.Pipeline, namespace string)
 // volume at /data and the address of the next step in DST.
 func desiredDeployment(p *pipelinev1beta1.Pipeline, namespace string, i int) *appsv1ac.DeploymentApplyConfiguration {
 	step := p.Spec.Steps[i]
-	name := stepName(p, step.Model)
+	name := StepName(p.Name, step.Model)
 	labels := stepLabels(p, i)
 	port := listenPort(p)
 
@@ -161,7 +165,7 @@ func desiredDeployment(p *pipelinev1beta1.Pipeline, namespace string, i int) *ap
 	}
 	// The last step sends back to the first, closing the ring as the notes do.
 	next := p.Spec.Steps[(i+1)%len(p.Spec.Steps)]
-	env = append(env, corev1ac.EnvVar().WithName(EnvDST).WithValue(fmt.Sprintf("%s.%s.svc:%d", stepName(p, next.Model), namespace, port)))
+	env = append(env, corev1ac.EnvVar().WithName(EnvDST).WithValue(fmt.Sprintf("%s.%s.svc:%d", StepName(p.Name, next.Model), namespace, port)))
 
 	pod := corev1ac.PodSpec().
 		WithVolumes(corev1ac.Volume().
@@ -177,26 +181,31 @@ func desiredDeployment(p *pipelinev1beta1.Pipeline, namespace string, i int) *ap
 	if affinity := nodeAffinity(stepLocations(step)); affinity != nil {
 		pod.WithAffinity(affinity)
 	}
+	spec := appsv1ac.DeploymentSpec().
+		WithSelector(metav1ac.LabelSelector().WithMatchLabels(stepSelector(name))).
+		WithTemplate(corev1ac.PodTemplateSpec().
+			WithLabels(labels).
+			WithSpec(pod))
+	// Unset replicas are not ours: an HPA or kubectl scale owns them.
+	if step.Replicas != nil {
+		spec.WithReplicas(*step.Replicas)
+	}
 	return appsv1ac.Deployment(name, namespace).
 		WithLabels(labels).
 		WithOwnerReferences(controllerRef(p)).
-		WithSpec(appsv1ac.DeploymentSpec().
-			WithReplicas(ptr.Deref(step.Replicas, 1)).
-			WithSelector(metav1ac.LabelSelector().WithMatchLabels(stepSelector(p, step.Model))).
-			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(labels).
-				WithSpec(pod)))
+		WithSpec(spec)
 }
 
 // desiredService exposes step i (0-based) on the listen port.
 func desiredService(p *pipelinev1beta1.Pipeline, namespace string, i int) *corev1ac.ServiceApplyConfiguration {
 	step := p.Spec.Steps[i]
 	port := listenPort(p)
-	return corev1ac.Service(stepName(p, step.Model), namespace).
+	name := StepName(p.Name, step.Model)
+	return corev1ac.Service(name, namespace).
 		WithLabels(stepLabels(p, i)).
 		WithOwnerReferences(controllerRef(p)).
 		WithSpec(corev1ac.ServiceSpec().
-			WithSelector(stepSelector(p, step.Model)).
+			WithSelector(stepSelector(name)).
 			WithPorts(corev1ac.ServicePort().
 				WithName(portName).
 				WithPort(port).
@@ -216,32 +225,31 @@ func controllerRef(p *pipelinev1beta1.Pipeline) *metav1ac.OwnerReferenceApplyCon
 		WithBlockOwnerDeletion(true)
 }
 
-// stepLabels are the labels of step i's Deployment, Service and pods.
+// stepLabels are the labels of step i's Deployment, Service and pods. No
+// app.kubernetes.io/instance: that is Helm's release label and Argo CD's
+// tracking label, and applying it would fight them.
 func stepLabels(p *pipelinev1beta1.Pipeline, i int) map[string]string {
 	model := p.Spec.Steps[i].Model
 	return map[string]string{
 		LabelPipeline:             pipelineLabelValue(p.Name),
 		LabelStep:                 strconv.Itoa(i + 1),
+		LabelStepChild:            StepName(p.Name, model),
 		labelName:                 model,
-		labelInstance:             stepName(p, model),
 		controller.ManagedByLabel: controller.ManagedByValue,
 	}
 }
 
-// stepSelector selects a step's pods. It leaves the step's position out:
-// a selector is immutable and steps may be reordered.
-func stepSelector(p *pipelinev1beta1.Pipeline, model string) map[string]string {
-	return map[string]string{
-		LabelPipeline: pipelineLabelValue(p.Name),
-		labelInstance: stepName(p, model),
-	}
+// stepSelector selects the pods of the step whose children are called
+// name, by the one label only this manager writes. It leaves the step's
+// position out: a selector is immutable and steps may be reordered.
+func stepSelector(name string) map[string]string {
+	return map[string]string{LabelStepChild: name}
 }
 
-func storageLabels(p *pipelinev1beta1.Pipeline, name string) map[string]string {
+func storageLabels(p *pipelinev1beta1.Pipeline) map[string]string {
 	return map[string]string{
 		LabelPipeline:             pipelineLabelValue(p.Name),
 		labelName:                 storageAppName,
-		labelInstance:             name,
 		controller.ManagedByLabel: controller.ManagedByValue,
 	}
 }
@@ -314,9 +322,32 @@ func storageSize(p *pipelinev1beta1.Pipeline) resource.Quantity {
 	return defaultStorageSize.DeepCopy()
 }
 
-// stepName names a step's Deployment and Service: <pipeline>-<model>.
-func stepName(p *pipelinev1beta1.Pipeline, model string) string {
-	return dnsLabel(p.Name+"-"+model, "")
+// stepHashLen is the length of the hash that ends a step's child name: 13
+// base32 characters, 65 bits of SHA-256. Two (pipeline, model) pairs with
+// the same readable part meet on one name by chance only among billions of
+// such pairs, and on purpose only after some 2^64 hashes.
+const stepHashLen = 13
+
+// lowerBase32 encodes with the characters of a DNS label.
+var lowerBase32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// StepName names the Deployment and Service of the step serving model in
+// the Pipeline called pipelineName: a DNS-1035 label of at most 63
+// characters, <pipeline>-<model> (dots as dashes, cut to fit) for the
+// reader, then a hash of the pair. <pipeline>-<model> alone is ambiguous
+// (Pipeline a-b's model c and Pipeline a's model b-c are both a-b-c), so the
+// hash covers an encoding of the pair that is not: the pipeline name's
+// length, then both names.
+func StepName(pipelineName, model string) string {
+	prefix := strings.ReplaceAll(pipelineName+"-"+model, ".", "-")
+	if prefix[0] < 'a' || prefix[0] > 'z' {
+		prefix = "p" + prefix
+	}
+	if maxPrefix := validation.DNS1035LabelMaxLength - stepHashLen - 1; len(prefix) > maxPrefix {
+		prefix = strings.TrimRight(prefix[:maxPrefix], "-")
+	}
+	sum := sha256.Sum256([]byte(strconv.Itoa(len(pipelineName)) + ":" + pipelineName + model))
+	return prefix + "-" + lowerBase32.EncodeToString(sum[:])[:stepHashLen]
 }
 
 // storageName names the volume and its claim: <pipeline>-models-<hash>. The

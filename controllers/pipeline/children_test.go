@@ -58,6 +58,7 @@ func TestTargetNamespace(t *testing.T) {
 }
 
 func TestDesiredDeployments(t *testing.T) {
+	first, second := StepName("facedetection-pipeline", "facedetection-1"), StepName("facedetection-pipeline", "facedetection-2")
 	cases := []struct {
 		name      string
 		mutate    func(p *pipelinev1beta1.Pipeline)
@@ -69,18 +70,18 @@ func TestDesiredDeployments(t *testing.T) {
 		wantRepl  int32
 	}{{
 		name: "first step begins and sends to the second", step: 0,
-		wantName: "facedetection-pipeline-facedetection-1",
+		wantName: first,
 		wantEnv: map[string]string{
 			EnvModelPath: "/data/facedetection-1", EnvListenPort: "9080", EnvBegin: "true",
-			EnvDST: "facedetection-pipeline-facedetection-2.ns.svc:9080",
+			EnvDST: second + ".ns.svc:9080",
 		},
 		wantArgs: []string{"--listenPort=9080"}, wantNodes: []string{"xx-test-node236"}, wantRepl: 1,
 	}, {
 		name: "last step sends back to the first", step: 1,
-		wantName: "facedetection-pipeline-facedetection-2",
+		wantName: second,
 		wantEnv: map[string]string{
 			EnvModelPath: "/data/facedetection-2", EnvListenPort: "9080",
-			EnvDST: "facedetection-pipeline-facedetection-1.ns.svc:9080",
+			EnvDST: first + ".ns.svc:9080",
 		},
 		wantArgs: []string{}, wantNodes: []string{"xx-test-node239"}, wantRepl: 1,
 	}, {
@@ -93,31 +94,31 @@ func TestDesiredDeployments(t *testing.T) {
 			s.Args = map[string]string{"z": "1", "a": "x=y", "m": ""}
 		},
 		step:     0,
-		wantName: "facedetection-pipeline-facedetection-1",
+		wantName: first,
 		wantEnv: map[string]string{
 			EnvModelPath: "/data/facedetection-1", EnvListenPort: "8000", EnvBegin: "true",
-			EnvDST: "facedetection-pipeline-facedetection-2.ns.svc:8000",
+			EnvDST: second + ".ns.svc:8000",
 		},
 		wantArgs:  []string{"--a=x=y", "--m=", "--z=1"},
 		wantNodes: []string{"xx-test-node236", "node-b", "node-c"}, wantRepl: 3,
 	}, {
-		name:   "no location: no affinity; replicas unset means 1",
+		name:   "no location: no affinity; replicas unset: not set, left to others (an HPA)",
 		mutate: func(p *pipelinev1beta1.Pipeline) { p.Spec.Steps[1].Location = ""; p.Spec.Steps[1].Replicas = nil },
-		step:   1, wantName: "facedetection-pipeline-facedetection-2",
+		step:   1, wantName: second,
 		wantEnv: map[string]string{
 			EnvModelPath: "/data/facedetection-2", EnvListenPort: "9080",
-			EnvDST: "facedetection-pipeline-facedetection-1.ns.svc:9080",
+			EnvDST: first + ".ns.svc:9080",
 		},
-		wantArgs: []string{}, wantRepl: 1,
+		wantArgs: []string{}, wantRepl: -1,
 	}, {
 		name: "a single step sends to itself",
 		mutate: func(p *pipelinev1beta1.Pipeline) {
 			p.Spec.Steps = p.Spec.Steps[:1]
 		},
-		step: 0, wantName: "facedetection-pipeline-facedetection-1",
+		step: 0, wantName: first,
 		wantEnv: map[string]string{
 			EnvModelPath: "/data/facedetection-1", EnvListenPort: "9080", EnvBegin: "true",
-			EnvDST: "facedetection-pipeline-facedetection-1.ns.svc:9080",
+			EnvDST: first + ".ns.svc:9080",
 		},
 		wantArgs: []string{"--listenPort=9080"}, wantNodes: []string{"xx-test-node236"}, wantRepl: 1,
 	}}
@@ -140,21 +141,21 @@ func TestDesiredDeployments(t *testing.T) {
 			}
 			wantLabels := map[string]string{
 				LabelPipeline: p.Name, LabelStep: []string{"1", "2"}[tc.step],
-				labelName: p.Spec.Steps[tc.step].Model, labelInstance: tc.wantName,
+				labelName: p.Spec.Steps[tc.step].Model, LabelStepChild: tc.wantName,
 				controller.ManagedByLabel: controller.ManagedByValue,
+			}
+			if len(d.Labels) != len(wantLabels) || len(d.Spec.Template.Labels) != len(wantLabels) {
+				t.Errorf("labels %v (pods %v), want %v", d.Labels, d.Spec.Template.Labels, wantLabels)
 			}
 			for k, v := range wantLabels {
 				if d.Labels[k] != v || d.Spec.Template.Labels[k] != v {
 					t.Errorf("label %s = %q (pod %q), want %q", k, d.Labels[k], d.Spec.Template.Labels[k], v)
 				}
 			}
-			for k, v := range d.Spec.Selector.MatchLabels {
-				if d.Spec.Template.Labels[k] != v {
-					t.Errorf("selector %s=%s does not select the pods", k, v)
-				}
-			}
-			if _, ok := d.Spec.Selector.MatchLabels[LabelStep]; ok {
-				t.Error("selector contains the step position, which changes on reorder")
+			// Only this manager writes the selector's label; the step's
+			// position is not in it, as it changes on reorder.
+			if sel := d.Spec.Selector.MatchLabels; len(sel) != 1 || sel[LabelStepChild] != tc.wantName || len(d.Spec.Selector.MatchExpressions) != 0 {
+				t.Errorf("selector = %+v, want %s=%s only", d.Spec.Selector, LabelStepChild, tc.wantName)
 			}
 			if got := ptr.Deref(d.Spec.Replicas, -1); got != tc.wantRepl {
 				t.Errorf("replicas = %d, want %d", got, tc.wantRepl)
@@ -212,10 +213,11 @@ func TestDesiredService(t *testing.T) {
 	if !metav1.IsControlledBy(s, p) || s.Labels[LabelStep] != "2" || s.Labels[LabelPipeline] != p.Name {
 		t.Errorf("metadata = %+v", s.ObjectMeta)
 	}
-	for k, v := range s.Spec.Selector {
-		if d.Spec.Template.Labels[k] != v {
-			t.Errorf("selector %s=%s does not select the step's pods", k, v)
-		}
+	if len(s.Spec.Selector) != 1 || s.Spec.Selector[LabelStepChild] != d.Name || d.Spec.Template.Labels[LabelStepChild] != d.Name {
+		t.Errorf("selector = %v, want %s=%s, the step's pods", s.Spec.Selector, LabelStepChild, d.Name)
+	}
+	if _, ok := s.Labels["app.kubernetes.io/instance"]; ok {
+		t.Errorf("labels = %v: app.kubernetes.io/instance is Helm's and Argo CD's", s.Labels)
 	}
 	if len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Port != 7000 || s.Spec.Ports[0].TargetPort.IntValue() != 7000 {
 		t.Errorf("ports = %+v, want 7000 -> 7000", s.Spec.Ports)
@@ -234,6 +236,11 @@ func TestDesiredStorage(t *testing.T) {
 	}
 	if !metav1.IsControlledBy(pv, p) || !metav1.IsControlledBy(pvc, p) {
 		t.Error("storage is not controlled by the Pipeline")
+	}
+	for _, l := range []map[string]string{pv.Labels, pvc.Labels} {
+		if _, ok := l["app.kubernetes.io/instance"]; ok || l[LabelPipeline] != p.Name {
+			t.Errorf("storage labels = %v: want the pipeline label, and no app.kubernetes.io/instance", l)
+		}
 	}
 	csi := pv.Spec.CSI
 	if csi == nil || csi.Driver != "nfs.csi.k8s.io" ||
@@ -284,51 +291,105 @@ func TestDesiredStorage(t *testing.T) {
 	}
 }
 
-func TestNamesAreValidAndDistinct(t *testing.T) {
-	long := strings.Repeat("a", 200) + ".example.com"
+func TestStepNames(t *testing.T) {
+	long := strings.Repeat("a", 200) + ".example.com" // 212 characters
+	longest := strings.Repeat("p", 253)               // the longest Pipeline name
 	cases := []struct {
 		pipeline, model string
-		want            string // "" means: only check validity
+		prefix          string // the readable part before the hash
 	}{
 		{"facedetection-pipeline", "facedetection-1", "facedetection-pipeline-facedetection-1"},
-		{"1st", "m", ""},     // a leading digit is not a DNS-1035 label
-		{"a.b", "m", ""},     // dots are not allowed in labels
-		{long, "model", ""},  // too long
-		{long, "model2", ""}, // too long, must differ from the previous
-		{"p", strings.Repeat("m", 63), ""},
+		// Both were a-b-c, once.
+		{"a-b", "c", "a-b-c"},
+		{"a", "b-c", "a-b-c"},
+		{"1st", "m", "p1st-m"}, // a DNS-1035 label starts with a letter
+		{"a.b", "m", "a-b-m"},  // and has no dots
+		{"a-b", "m", "a-b-m"},  // so a.b and a-b must still differ
+		{long, "model", long[:49]},
+		{long, "model2", long[:49]},
+		{longest, strings.Repeat("m", 63), longest[:49]},
+		{longest[:252], strings.Repeat("m", 63), longest[:49]},
+		{"p", strings.Repeat("m", 63), "p-" + strings.Repeat("m", 47)},
+		{"x-------------------------------------------------y", "m", "x"}, // trailing dashes of the cut go
 	}
 	seen := map[string]string{}
 	for _, tc := range cases {
-		p := samplePipeline()
-		p.Name = tc.pipeline
-		name := stepName(p, tc.model)
+		name := StepName(tc.pipeline, tc.model)
 		if errs := validation.IsDNS1035Label(name); len(errs) > 0 {
-			t.Errorf("stepName(%q, %q) = %q: %v", tc.pipeline, tc.model, name, errs)
+			t.Errorf("StepName(%q, %q) = %q: %v", tc.pipeline, tc.model, name, errs)
 		}
-		if tc.want != "" && name != tc.want {
-			t.Errorf("stepName(%q, %q) = %q, want %q", tc.pipeline, tc.model, name, tc.want)
+		if prefix, hash, _ := strings.Cut(strings.TrimPrefix(name, tc.prefix), "-"); prefix != "" || len(hash) != stepHashLen || !strings.HasPrefix(name, tc.prefix+"-") {
+			t.Errorf("StepName(%q, %q) = %q, want %q, a dash and %d characters of hash", tc.pipeline, tc.model, name, tc.prefix, stepHashLen)
 		}
 		if other, dup := seen[name]; dup {
 			t.Errorf("%q and %q share the name %q", other, tc.pipeline+"/"+tc.model, name)
 		}
 		seen[name] = tc.pipeline + "/" + tc.model
-		if stepName(p, tc.model) != name {
-			t.Error("stepName is not deterministic")
+		if StepName(tc.pipeline, tc.model) != name {
+			t.Error("StepName is not deterministic")
 		}
+	}
+	// Pinned: a change renames every child of every Pipeline, which the
+	// controller then migrates.
+	if got, want := StepName("facedetection-pipeline", "facedetection-1"), "facedetection-pipeline-facedetection-1-vamwphfulfe2i"; got != want {
+		t.Errorf("StepName of the sample = %q, want %q", got, want)
+	}
+}
 
+// Every split of every short name into a Pipeline name and a model gives
+// a name of its own.
+func TestStepNamesOfEverySplitDiffer(t *testing.T) {
+	var words []string
+	var grow func(w string)
+	grow = func(w string) {
+		if len(w) > 0 && w[len(w)-1] != '-' {
+			words = append(words, w)
+		}
+		if len(w) == 8 {
+			return
+		}
+		for _, c := range []string{"a", "b", "-", "."} {
+			if len(w) == 0 && (c == "-" || c == ".") {
+				continue
+			}
+			grow(w + c)
+		}
+	}
+	grow("")
+	seen := map[string]string{}
+	for _, w := range words {
+		for i := 1; i < len(w)-1; i++ {
+			if w[i] != '-' {
+				continue
+			}
+			pipelineName, model := w[:i], w[i+1:]
+			if strings.Contains(model, ".") || model[0] == '-' {
+				continue // not a model the API accepts
+			}
+			name := StepName(pipelineName, model)
+			if other, dup := seen[name]; dup {
+				t.Fatalf("%s and %s/%s share the name %s", other, pipelineName, model, name)
+			}
+			seen[name] = pipelineName + "/" + model
+		}
+	}
+	if len(seen) < 10000 {
+		t.Fatalf("only %d pairs tried", len(seen))
+	}
+}
+
+func TestStorageAndLabelValues(t *testing.T) {
+	long := strings.Repeat("a", 200) + ".example.com"
+	for _, name := range []string{"facedetection-pipeline", "1st", "a.b", long} {
+		p := samplePipeline()
+		p.Name = name
 		storage := storageName(p, "some-namespace")
 		if errs := validation.IsDNS1035Label(storage); len(errs) > 0 {
-			t.Errorf("storageName(%q) = %q: %v", tc.pipeline, storage, errs)
+			t.Errorf("storageName(%q) = %q: %v", name, storage, errs)
 		}
 		if errs := validation.IsValidLabelValue(pipelineLabelValue(p.Name)); len(errs) > 0 {
 			t.Errorf("pipelineLabelValue(%q) = %q: %v", p.Name, pipelineLabelValue(p.Name), errs)
 		}
-	}
-	// "a-b" is a name as written; "a.b" must not meet it.
-	p1, p2 := samplePipeline(), samplePipeline()
-	p1.Name, p2.Name = "a-b", "a.b"
-	if stepName(p1, "m") == stepName(p2, "m") {
-		t.Errorf("pipelines a-b and a.b share step name %q", stepName(p1, "m"))
 	}
 	if pipelineLabelValue("short") != "short" {
 		t.Error("a short name is not its own label value")

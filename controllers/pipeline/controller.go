@@ -44,6 +44,19 @@ const nodeIndex = "pipeline-by-node"
 // that a Namespace event finds the Pipelines that target it.
 const namespaceIndex = "pipeline-by-namespace"
 
+// childIndex indexes Pipelines by the children they want, as childKey
+// strings, so that an object going out of a child's way finds the
+// Pipelines it blocked without a list of every Pipeline.
+const childIndex = "pipeline-by-child"
+
+// The kinds of children, as childKey spells them.
+const (
+	kindDeployment = "Deployment"
+	kindService    = "Service"
+	kindClaim      = "PersistentVolumeClaim"
+	kindVolume     = "PersistentVolume"
+)
+
 // The resources the controller writes without a child adapter, as its
 // consistency store knows them.
 var (
@@ -128,8 +141,9 @@ func NewController(
 	if err := addMissingIndexers(pipelines.Informer(), cache.Indexers{
 		nodeIndex:      indexByNode,
 		namespaceIndex: indexByNamespace(opts.DefaultNamespace),
+		childIndex:     indexByChild(opts.DefaultNamespace),
 	}); err != nil {
-		return nil, fmt.Errorf("adding the node and namespace indexes to the Pipeline informer: %w", err)
+		return nil, fmt.Errorf("adding the node, namespace and child indexes to the Pipeline informer: %w", err)
 	}
 	if err := c.Handle(pipelines.Informer(), pipelineHandler(c.Queue)); err != nil {
 		return nil, err
@@ -137,8 +151,20 @@ func NewController(
 	// Children, mapped to the Pipeline that controls them, after
 	// childBatchPeriod.
 	childHandler := controller.EnqueueControllerOf(controller.Batched(c.Queue, childBatchPeriod), pipelineGroupKind, true)
-	for _, informer := range []cache.SharedIndexInformer{deployments.Informer(), services.Informer(), claims.Informer(), volumes.Informer()} {
-		if err := c.Handle(informer, childHandler); err != nil {
+	for _, child := range []struct {
+		informer cache.SharedIndexInformer
+		kind     string
+	}{
+		{deployments.Informer(), kindDeployment}, {services.Informer(), kindService},
+		{claims.Informer(), kindClaim}, {volumes.Informer(), kindVolume},
+	} {
+		if err := c.Handle(child.informer, childHandler); err != nil {
+			return nil, err
+		}
+		// A same-name object the Pipeline does not control blocks its
+		// child (and, for a Service, the previous step's Deployment),
+		// maybe past the retry budget: its going unblocks the Pipeline.
+		if err := c.Handle(child.informer, controller.EnqueueUnblocked(c.Queue, c.pipelinesWanting(child.kind))); err != nil {
 			return nil, err
 		}
 	}
@@ -188,7 +214,12 @@ func indexByNode(obj any) ([]string, error) {
 
 // pipelinesOnNode maps a Node to the Pipelines whose steps name it.
 func (c *Controller) pipelinesOnNode(node metav1.Object) []controller.Key {
-	objs, err := c.pipelineIndexer.ByIndex(nodeIndex, node.GetName())
+	return c.pipelinesIndexed(nodeIndex, node.GetName())
+}
+
+// pipelinesIndexed is the keys of the Pipelines index maps value to.
+func (c *Controller) pipelinesIndexed(index, value string) []controller.Key {
+	objs, err := c.pipelineIndexer.ByIndex(index, value)
 	if err != nil {
 		return nil
 	}
@@ -199,6 +230,42 @@ func (c *Controller) pipelinesOnNode(node metav1.Object) []controller.Key {
 		}
 	}
 	return keys
+}
+
+// indexByChild is the child index function.
+func indexByChild(defaultNamespace string) cache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		p, ok := obj.(*pipelinev1beta1.Pipeline)
+		if !ok {
+			return nil, nil
+		}
+		return wantedChildKeys(p, defaultNamespace), nil
+	}
+}
+
+// wantedChildKeys are the childKeys of every child p wants.
+func wantedChildKeys(p *pipelinev1beta1.Pipeline, defaultNamespace string) []string {
+	namespace := targetNamespace(p, defaultNamespace)
+	storage := storageName(p, namespace)
+	keys := []string{childKey(kindVolume, "", storage), childKey(kindClaim, namespace, storage)}
+	for _, s := range p.Spec.Steps {
+		name := StepName(p.Name, s.Model)
+		keys = append(keys, childKey(kindDeployment, namespace, name), childKey(kindService, namespace, name))
+	}
+	return keys
+}
+
+// childKey is the child index value of an object of kind.
+func childKey(kind, namespace, name string) string {
+	return kind + "/" + namespace + "/" + name
+}
+
+// pipelinesWanting maps an object of kind to the Pipelines that want a
+// child of that kind, namespace and name.
+func (c *Controller) pipelinesWanting(kind string) func(obj metav1.Object) []controller.Key {
+	return func(obj metav1.Object) []controller.Key {
+		return c.pipelinesIndexed(childIndex, childKey(kind, obj.GetNamespace(), obj.GetName()))
+	}
 }
 
 // indexByNamespace is the namespace index function.
@@ -215,17 +282,7 @@ func indexByNamespace(defaultNamespace string) cache.IndexFunc {
 // pipelinesInNamespace maps a Namespace to the Pipelines whose children it
 // holds.
 func (c *Controller) pipelinesInNamespace(ns metav1.Object) []controller.Key {
-	objs, err := c.pipelineIndexer.ByIndex(namespaceIndex, ns.GetName())
-	if err != nil {
-		return nil
-	}
-	keys := make([]controller.Key, 0, len(objs))
-	for _, obj := range objs {
-		if p, ok := obj.(*pipelinev1beta1.Pipeline); ok {
-			keys = append(keys, controller.Key{Name: p.Name})
-		}
-	}
-	return keys
+	return c.pipelinesIndexed(namespaceIndex, ns.GetName())
 }
 
 // addMissingIndexers adds the indexers the shared informer does not have

@@ -76,3 +76,48 @@ func TestNodeIndexFindsPipelinesByLocation(t *testing.T) {
 		}
 	}
 }
+
+// The objects that can block a Pipeline's children map back to it by the
+// child index: its step Deployments and Services and its storage, in its
+// target namespace, and nothing else.
+func TestChildIndexFindsPipelinesByWantedChild(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{childIndex: indexByChild("pipeline")})
+	a := samplePipeline() // steps facedetection-1 and -2, in the default namespace
+	a.Name = "a"
+	b := samplePipeline()
+	b.Name, b.Spec.Namespace = "b", "elsewhere"
+	b.Spec.Steps = b.Spec.Steps[:1]
+	for _, p := range []*pipelinev1beta1.Pipeline{a, b} {
+		if err := indexer.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &Controller{pipelineIndexer: indexer}
+	object := func(namespace, name string) metav1.Object {
+		return &metav1.ObjectMeta{Namespace: namespace, Name: name}
+	}
+	cases := []struct {
+		kind string
+		obj  metav1.Object
+		want []string
+	}{
+		{kindService, object("pipeline", StepName("a", "facedetection-2")), []string{"a"}},
+		{kindDeployment, object("pipeline", StepName("a", "facedetection-1")), []string{"a"}},
+		{kindDeployment, object("elsewhere", StepName("b", "facedetection-1")), []string{"b"}},
+		{kindDeployment, object("pipeline", StepName("b", "facedetection-1")), nil}, // b's children are elsewhere
+		{kindService, object("pipeline", "a-facedetection-1"), nil},                 // the name 08da2b9 gave it
+		{kindClaim, object("pipeline", storageName(a, "pipeline")), []string{"a"}},
+		{kindVolume, object("", storageName(b, "elsewhere")), []string{"b"}},
+		{kindVolume, object("", storageName(a, "elsewhere")), nil},
+		{kindService, object("pipeline", storageName(a, "pipeline")), nil}, // another kind
+	}
+	for _, tc := range cases {
+		var got []string
+		for _, k := range c.pipelinesWanting(tc.kind)(tc.obj) {
+			got = append(got, k.Name)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s %s/%s: Pipelines %v, want %v", tc.kind, tc.obj.GetNamespace(), tc.obj.GetName(), got, tc.want)
+		}
+	}
+}

@@ -46,6 +46,20 @@ type observedStep struct {
 	deploymentErr, serviceErr error
 	// missingNodes are the step's locations that name no Node.
 	missingNodes []string
+	// dstBlocker, when not empty, says why the Deployment was not written:
+	// the next step's Service, which its DST would name, is not the
+	// Pipeline's, and what is in the way.
+	dstBlocker string
+}
+
+// dstBlocker describes why next's Service is not the Pipeline's: the
+// object in its way and who controls it, or why it could not be written.
+func dstBlocker(namespace string, next observedStep) string {
+	var notOwned *controller.NotOwnedError
+	if errors.As(next.serviceErr, &notOwned) {
+		return notOwned.Error()
+	}
+	return absent(fmt.Sprintf("Service %s/%s", namespace, next.serviceName), next.serviceErr)
 }
 
 // maxListed bounds how many problems a condition message lists.
@@ -139,6 +153,8 @@ func stepsCondition(obs observed) metav1.Condition {
 		deployment := fmt.Sprintf("Deployment %s/%s", obs.namespace, s.deploymentName)
 		var problem string
 		switch d := s.deployment; {
+		case s.dstBlocker != "":
+			problem = fmt.Sprintf("%s is not written while its DST would name a Service that is not this Pipeline's: %s", deployment, s.dstBlocker)
 		case d == nil:
 			problem = absent(deployment, s.deploymentErr)
 		case d.DeletionTimestamp != nil:

@@ -35,7 +35,7 @@ func world(p *pipelinev1beta1.Pipeline) observed {
 	}
 	for i, s := range p.Spec.Steps {
 		obs.steps = append(obs.steps, observedStep{
-			model: s.Model, deploymentName: stepName(p, s.Model), serviceName: stepName(p, s.Model),
+			model: s.Model, deploymentName: StepName(p.Name, s.Model), serviceName: StepName(p.Name, s.Model),
 			deployment: deploymentWith(1, 1), service: mustTyped[corev1.Service](desiredService(p, "ns", i)),
 		})
 	}
@@ -84,7 +84,7 @@ func TestComputeStatus(t *testing.T) {
 		},
 		want: map[string][2]string{
 			"Ready":      {"False", "Deployment ns/theirs exists and is not ours"},
-			"StepsReady": {"False", "Deployment ns/facedetection-pipeline-facedetection-1 is not controlled by this Pipeline"},
+			"StepsReady": {"False", "Deployment ns/" + StepName("facedetection-pipeline", "facedetection-1") + " is not controlled by this Pipeline"},
 			"Degraded":   {"True", "exists and is not ours"},
 		},
 	}, {
@@ -110,7 +110,32 @@ func TestComputeStatus(t *testing.T) {
 		name:   "a step without its Service",
 		change: func(obs *observed) { obs.steps[1].service = nil },
 		want: map[string][2]string{
-			"StepsReady": {"False", "step 2 (facedetection-2): Service ns/facedetection-pipeline-facedetection-2 does not exist"},
+			"StepsReady": {"False", "step 2 (facedetection-2): Service ns/" + StepName("facedetection-pipeline", "facedetection-2") + " does not exist"},
+		},
+	}, {
+		name: "a step whose DST would name a Service of someone else's",
+		change: func(obs *observed) {
+			err := &controller.NotOwnedError{Kind: "Service", Namespace: "ns", Name: obs.steps[1].serviceName, Owner: "App theirs"}
+			obs.steps[1].service, obs.steps[1].serviceErr = nil, err
+			obs.steps[0].deployment, obs.steps[0].dstBlocker = nil, dstBlocker("ns", obs.steps[1])
+			obs.conflicts = append(obs.conflicts, err)
+		},
+		want: map[string][2]string{
+			"StepsReady": {"False", "step 1 (facedetection-1): Deployment ns/" + StepName("facedetection-pipeline", "facedetection-1") +
+				" is not written while its DST would name a Service that is not this Pipeline's: Service ns/" +
+				StepName("facedetection-pipeline", "facedetection-2") + " exists and is not ours (it has controller App theirs)"},
+			"Degraded": {"True", "(it has controller App theirs)"},
+		},
+	}, {
+		name: "a step whose DST would name a Service that could not be created",
+		change: func(obs *observed) {
+			err := errors.New("create Service ns/x: exceeded quota")
+			obs.steps[1].service, obs.steps[1].serviceErr = nil, err
+			obs.steps[0].deployment, obs.steps[0].dstBlocker = nil, dstBlocker("ns", obs.steps[1])
+			obs.failures = append(obs.failures, err)
+		},
+		want: map[string][2]string{
+			"StepsReady": {"False", "not this Pipeline's: create Service ns/x: exceeded quota"},
 		},
 	}, {
 		name:   "rollout in progress",
@@ -153,7 +178,7 @@ func TestComputeStatusIsStable(t *testing.T) {
 		t.Fatalf("the same world gave a different status (a write on every resync):\n%+v\n%+v", first, again)
 	}
 	st := again.Steps[0]
-	if st.Model != "facedetection-1" || st.DeploymentName != "facedetection-pipeline-facedetection-1" ||
+	if st.Model != "facedetection-1" || st.DeploymentName != StepName("facedetection-pipeline", "facedetection-1") ||
 		st.ServiceName != st.DeploymentName || st.Replicas != 1 || st.ReadyReplicas != 1 {
 		t.Errorf("step status = %+v", st)
 	}

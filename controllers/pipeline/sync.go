@@ -7,14 +7,12 @@ import (
 	"slices"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -85,30 +83,42 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 			obs.volume = volume
 		}
 	}
+	obs.steps = make([]observedStep, len(p.Spec.Steps))
 	for i, step := range p.Spec.Steps {
-		s := observedStep{
+		obs.steps[i] = observedStep{
 			model:          step.Model,
 			deploymentName: *want.deployments[i].GetName(),
 			serviceName:    *want.services[i].GetName(),
 			missingNodes:   c.missingNodes(stepLocations(step)),
 		}
-		if namespaceReady {
-			s.deployment, s.deploymentErr = syncChild(ctx, c, p, c.deployments, want.deployments[i])
-			record(s.deploymentErr)
+	}
+	if namespaceReady {
+		// Services first: a step's DST names the next step's Service, so
+		// its Deployment is written only once that Service is ours.
+		for i := range obs.steps {
+			s := &obs.steps[i]
 			s.service, s.serviceErr = syncChild(ctx, c, p, c.services, want.services[i])
 			record(s.serviceErr)
 		}
-		obs.steps = append(obs.steps, s)
+		for i := range obs.steps {
+			s, next := &obs.steps[i], obs.steps[(i+1)%len(obs.steps)]
+			if next.service == nil {
+				// The Service's own error is recorded and retried.
+				s.dstBlocker = dstBlocker(namespace, next)
+				s.deployment = c.ownDeployment(p, namespace, s.deploymentName)
+				continue
+			}
+			s.deployment, s.deploymentErr = syncChild(ctx, c, p, c.deployments, want.deployments[i])
+			record(s.deploymentErr)
+		}
 	}
 
 	// Make before break: what is no longer wanted (a removed or renamed
-	// step, the old namespace's children) goes only once everything wanted
-	// is in place, so a failed move does not take the Pipeline down.
+	// step, the old namespace's children, children named by an older
+	// version) goes only once everything wanted is in place, so a failed
+	// move does not take the Pipeline down.
 	if len(obs.conflicts) == 0 && len(obs.failures) == 0 && len(obs.transient) == 0 {
-		record(deleteUnwanted(ctx, c, p, c.volumes, []*corev1ac.PersistentVolumeApplyConfiguration{want.volume}))
-		record(deleteUnwanted(ctx, c, p, c.claims, []*corev1ac.PersistentVolumeClaimApplyConfiguration{want.claim}))
-		record(deleteUnwanted(ctx, c, p, c.deployments, want.deployments))
-		record(deleteUnwanted(ctx, c, p, c.services, want.services))
+		record(c.deleteUnwanted(ctx, p, obs, want))
 	}
 
 	status := computeStatus(p, obs, metav1.NewTime(time.Now().Truncate(time.Second)))
@@ -231,33 +241,14 @@ func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx co
 	return written, nil
 }
 
-// deleteUnwanted deletes the children of one kind that the Pipeline controls
-// but no longer wants, found by the pipeline label.
-func deleteUnwanted[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx context.Context, c *Controller, p *pipelinev1beta1.Pipeline,
-	children *controller.Children[T, AC], want []AC) error {
-	objs, err := children.List(labels.SelectorFromSet(labels.Set{LabelPipeline: pipelineLabelValue(p.Name)}))
-	if err != nil {
-		return err
+// ownDeployment is the cached Deployment name in namespace when the
+// Pipeline controls it, nil otherwise.
+func (c *Controller) ownDeployment(p *pipelinev1beta1.Pipeline, namespace, name string) *appsv1.Deployment {
+	d, found, err := c.deployments.Get(namespace, name)
+	if err != nil || !found || !metav1.IsControlledBy(d, p) {
+		return nil
 	}
-	wanted := map[types.NamespacedName]bool{}
-	for _, w := range want {
-		wanted[types.NamespacedName{Namespace: ptr.Deref(w.GetNamespace(), ""), Name: ptr.Deref(w.GetName(), "")}] = true
-	}
-	var errs []error
-	for _, obj := range objs {
-		if wanted[types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}] {
-			continue
-		}
-		deleted, err := children.Delete(ctx, p, obj)
-		if err != nil {
-			errs = append(errs, c.writeFailed(p, "delete", children.Kind, obj.GetNamespace(), obj.GetName(), err))
-			continue
-		}
-		if deleted {
-			c.consistency.Deleted(p, children.Resource, obj)
-		}
-	}
-	return errors.Join(errs...)
+	return d
 }
 
 // writeFailed reports a failed write of the Pipeline's child.

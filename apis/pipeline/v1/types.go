@@ -66,8 +66,9 @@ type PipelineSpec struct {
 
 // PipelineStep is one stage of a Pipeline: a model served by an image.
 type PipelineStep struct {
-	// Model names the model this step serves; it names the step's
-	// Deployment and Service too, so it must be a DNS-1123 label.
+	// Model names the model this step serves; with the Pipeline's name
+	// it names the step's Deployment and Service too
+	// (<pipeline>-<model>-<hash of both>), so it must be a DNS-1123 label.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
@@ -87,8 +88,9 @@ type PipelineStep struct {
 	// +optional
 	NodeNames []string `json:"nodeNames,omitempty"`
 
-	// Replicas is the number of pods serving the step.
-	// +kubebuilder:default=1
+	// Replicas is the number of pods serving the step. Unset, the step's
+	// Deployment starts with 1 and its replicas are left to whoever scales
+	// it (kubectl scale, an HPA); set, the controller keeps it at this.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"` // a pointer, so that an explicit 0 is not taken for unset

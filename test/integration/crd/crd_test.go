@@ -221,14 +221,12 @@ func testPipelineV1beta1Sample(ctx context.Context, t *testing.T, c clients) {
 		Steps: []pipelinev1beta1.PipelineStep{{
 			Model:    "facedetection-1",
 			Image:    "nginx:latest",
-			Location: "xx-test-node236",
-			Replicas: ptr.To[int32](1), // defaulted
+			Location: "xx-test-node236", // replicas not defaulted: unset, they are the scaler's
 			Args:     map[string]string{"listenPort": "9080"},
 		}, {
 			Model:    "facedetection-2",
 			Image:    "nginx:latest",
-			Location: "xx-test-node239",
-			Replicas: ptr.To[int32](1), // defaulted
+			Location: "xx-test-node239", // replicas not defaulted: unset, they are the scaler's
 			Args:     map[string]string{},
 		}},
 		ListenPort: 9080, // defaulted

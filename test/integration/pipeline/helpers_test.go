@@ -73,6 +73,9 @@ func newCRDClient() (versioned.Interface, error) {
 	return versioned.NewForConfig(cp.Config)
 }
 
+// stepName names the Deployment and Service of a Pipeline's step.
+func stepName(pipelineName, model string) string { return pipeline.StepName(pipelineName, model) }
+
 // step is a step serving model on node.
 func step(model, node string) pipelinev1beta1.PipelineStep {
 	return pipelinev1beta1.PipelineStep{Model: model, Image: "nginx:latest", Location: node}
@@ -260,7 +263,7 @@ func checkChildren(t *testing.T, kube kubernetes.Interface, p *pipelinev1beta1.P
 	}
 	for i, s := range p.Spec.Steps {
 		st := p.Status.Steps[i]
-		if st.Model != s.Model || st.DeploymentName != p.Name+"-"+s.Model || st.ServiceName != st.DeploymentName {
+		if st.Model != s.Model || st.DeploymentName != stepName(p.Name, s.Model) || st.ServiceName != st.DeploymentName {
 			t.Errorf("status.steps[%d] = %+v", i, st)
 		}
 		d, err := kube.AppsV1().Deployments(namespace).Get(ctx, st.DeploymentName, metav1.GetOptions{})
@@ -270,15 +273,24 @@ func checkChildren(t *testing.T, kube kubernetes.Interface, p *pipelinev1beta1.P
 		ownedBy(t, d, p)
 		wantLabels := map[string]string{
 			"pipeline": p.Name, "step": strconv.Itoa(i + 1), "app.kubernetes.io/name": s.Model,
-			"app.kubernetes.io/instance": st.DeploymentName, controller.ManagedByLabel: controller.ManagedByValue,
+			"distri-infer.ndsl.cn/step": st.DeploymentName, controller.ManagedByLabel: controller.ManagedByValue,
 		}
 		for k, v := range wantLabels {
 			if d.Labels[k] != v || d.Spec.Template.Labels[k] != v {
 				t.Errorf("Deployment %s label %s = %q (pods %q), want %q", d.Name, k, d.Labels[k], d.Spec.Template.Labels[k], v)
 			}
 		}
-		if got, want := ptr.Deref(d.Spec.Replicas, -1), ptr.Deref(s.Replicas, 1); got != want {
-			t.Errorf("Deployment %s replicas = %d, want %d", d.Name, got, want)
+		// Selected by the one label only this manager writes.
+		wantSelector := map[string]string{"distri-infer.ndsl.cn/step": st.DeploymentName}
+		if fmt.Sprint(d.Spec.Selector.MatchLabels) != fmt.Sprint(wantSelector) || len(d.Spec.Selector.MatchExpressions) != 0 {
+			t.Errorf("Deployment %s selector = %+v, want %v", d.Name, d.Spec.Selector, wantSelector)
+		}
+		// Unset replicas are left to others, and the API server's default 1.
+		if s.Replicas != nil && ptr.Deref(d.Spec.Replicas, -1) != *s.Replicas {
+			t.Errorf("Deployment %s replicas = %d, want %d", d.Name, ptr.Deref(d.Spec.Replicas, -1), *s.Replicas)
+		}
+		if st.Replicas != ptr.Deref(d.Spec.Replicas, -1) {
+			t.Errorf("status.steps[%d].replicas = %d, the Deployment has %d", i, st.Replicas, ptr.Deref(d.Spec.Replicas, -1))
 		}
 		pod := d.Spec.Template.Spec
 		nodes := []string{}
@@ -330,8 +342,16 @@ func checkChildren(t *testing.T, kube kubernetes.Interface, p *pipelinev1beta1.P
 		if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != p.Spec.ListenPort || svc.Spec.Ports[0].TargetPort.IntValue() != int(p.Spec.ListenPort) {
 			t.Errorf("Service %s ports = %+v, want %d", svc.Name, svc.Spec.Ports, p.Spec.ListenPort)
 		}
-		if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) || svc.Labels["step"] != wantLabels["step"] {
-			t.Errorf("Service %s selector %v does not select Deployment %s's pods", svc.Name, svc.Spec.Selector, d.Name)
+		if fmt.Sprint(svc.Spec.Selector) != fmt.Sprint(wantSelector) || svc.Labels["step"] != wantLabels["step"] {
+			t.Errorf("Service %s selector %v, want %v, Deployment %s's pods", svc.Name, svc.Spec.Selector, wantSelector, d.Name)
+		}
+		for what, l := range map[string]map[string]string{
+			"Deployment " + d.Name: d.Labels, "the pods of " + d.Name: d.Spec.Template.Labels, "Service " + svc.Name: svc.Labels,
+			"PersistentVolume " + pv.Name: pv.Labels, "PersistentVolumeClaim " + pvc.Name: pvc.Labels,
+		} {
+			if v, ok := l["app.kubernetes.io/instance"]; ok {
+				t.Errorf("%s carries app.kubernetes.io/instance=%s, Helm's and Argo CD's label", what, v)
+			}
 		}
 	}
 }

@@ -85,24 +85,24 @@ func TestStepChangesConverge(t *testing.T) {
 		c.Replicas = ptr.To[int32](2)
 		p.Spec.Steps = append(p.Spec.Steps, c)
 	})
-	converged("step c added", "steps-a", "steps-b", "steps-c")
+	converged("step c added", stepName(name, "a"), stepName(name, "b"), stepName(name, "c"))
 
 	e.update(name, func(p *pipelinev1beta1.Pipeline) { p.Spec.Steps = slices.Delete(p.Spec.Steps, 1, 2) })
-	converged("step b removed", "steps-a", "steps-c")
+	converged("step b removed", stepName(name, "a"), stepName(name, "c"))
 	waitGone(t, "Service steps-b", func(ctx context.Context) error {
-		_, err := e.kube.CoreV1().Services(ns).Get(ctx, "steps-b", metav1.GetOptions{})
+		_, err := e.kube.CoreV1().Services(ns).Get(ctx, stepName(name, "b"), metav1.GetOptions{})
 		return err
 	})
 
 	e.update(name, func(p *pipelinev1beta1.Pipeline) { p.Spec.Steps[1].Model = "d" })
-	converged("step c renamed d", "steps-a", "steps-d")
+	converged("step c renamed d", stepName(name, "a"), stepName(name, "d"))
 	waitGone(t, "Service steps-c", func(ctx context.Context) error {
-		_, err := e.kube.CoreV1().Services(ns).Get(ctx, "steps-c", metav1.GetOptions{})
+		_, err := e.kube.CoreV1().Services(ns).Get(ctx, stepName(name, "c"), metav1.GetOptions{})
 		return err
 	})
 
 	// Reordering keeps the names (no selector change) and moves BEGIN.
-	before, err := e.kube.AppsV1().Deployments(ns).Get(ctx, "steps-d", metav1.GetOptions{})
+	before, err := e.kube.AppsV1().Deployments(ns).Get(ctx, stepName(name, "d"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +110,8 @@ func TestStepChangesConverge(t *testing.T) {
 		p.Spec.Steps[0], p.Spec.Steps[1] = p.Spec.Steps[1], p.Spec.Steps[0]
 		p.Spec.Steps[1].Image = "nginx:1.27"
 	})
-	converged("steps reordered", "steps-a", "steps-d")
-	after, err := e.kube.AppsV1().Deployments(ns).Get(ctx, "steps-d", metav1.GetOptions{})
+	converged("steps reordered", stepName(name, "a"), stepName(name, "d"))
+	after, err := e.kube.AppsV1().Deployments(ns).Get(ctx, stepName(name, "d"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,19 +194,22 @@ func TestChildrenDeletedOrEditedByHandAreRepaired(t *testing.T) {
 	if err := cp.CreateFakeNodes(ctx, "repair-node"); err != nil {
 		t.Fatal(err)
 	}
-	p := e.create(newPipeline("repair", ns, step("a", "repair-node"), step("b", "repair-node")))
+	// Step b's replicas are set, so they are the controller's to keep.
+	b := step("b", "repair-node")
+	b.Replicas = ptr.To[int32](1)
+	p := e.create(newPipeline("repair", ns, step("a", "repair-node"), b))
 	p = e.ready(p.Name)
 	deployments := e.kube.AppsV1().Deployments(ns)
 	services := e.kube.CoreV1().Services(ns)
 
-	d, err := deployments.Get(ctx, "repair-a", metav1.GetOptions{})
+	d, err := deployments.Get(ctx, stepName(p.Name, "a"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := deployments.Delete(ctx, d.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := services.Get(ctx, "repair-b", metav1.GetOptions{})
+	svc, err := services.Get(ctx, stepName(p.Name, "b"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +232,7 @@ func TestChildrenDeletedOrEditedByHandAreRepaired(t *testing.T) {
 	// A hand edit of a field the controller sets is reverted; a label it
 	// does not set survives.
 	framework.Eventually(t, timeout, "a hand edit", func(ctx context.Context) (bool, error) {
-		d, err := deployments.Get(ctx, "repair-b", metav1.GetOptions{})
+		d, err := deployments.Get(ctx, stepName(p.Name, "b"), metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -240,7 +243,7 @@ func TestChildrenDeletedOrEditedByHandAreRepaired(t *testing.T) {
 		return err == nil, err
 	})
 	framework.Eventually(t, timeout, "the hand edit to be reverted", func(ctx context.Context) (bool, error) {
-		d, err := deployments.Get(ctx, "repair-b", metav1.GetOptions{})
+		d, err := deployments.Get(ctx, stepName(p.Name, "b"), metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -259,7 +262,7 @@ func TestUnownedDeploymentIsLeftAloneAndReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	theirs := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conflict-a", Labels: map[string]string{"owner": "someone-else"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: stepName("conflict", "a"), Labels: map[string]string{"owner": "someone-else"}},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](0),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "theirs"}},
@@ -275,7 +278,7 @@ func TestUnownedDeploymentIsLeftAloneAndReported(t *testing.T) {
 	}
 
 	p := e.create(newPipeline("conflict", ns, step("a", "conflict-node"), step("b", "conflict-node")))
-	degraded := e.waitCondition(p.Name, pipelinev1beta1.ConditionDegraded, metav1.ConditionTrue, "Deployment "+ns+"/conflict-a exists and is not ours")
+	degraded := e.waitCondition(p.Name, pipelinev1beta1.ConditionDegraded, metav1.ConditionTrue, "Deployment "+ns+"/"+stepName("conflict", "a")+" exists and is not ours")
 	if c := conditionOf(degraded, pipelinev1beta1.ConditionDegraded); c.Reason != pipelinev1beta1.ReasonResourceExists {
 		t.Errorf("Degraded reason = %s", c.Reason)
 	}
@@ -286,11 +289,11 @@ func TestUnownedDeploymentIsLeftAloneAndReported(t *testing.T) {
 	// The rest was made anyway.
 	for _, get := range []func() error{
 		func() error {
-			_, err := e.kube.AppsV1().Deployments(ns).Get(ctx, "conflict-b", metav1.GetOptions{})
+			_, err := e.kube.AppsV1().Deployments(ns).Get(ctx, stepName("conflict", "b"), metav1.GetOptions{})
 			return err
 		},
 		func() error {
-			_, err := e.kube.CoreV1().Services(ns).Get(ctx, "conflict-a", metav1.GetOptions{})
+			_, err := e.kube.CoreV1().Services(ns).Get(ctx, stepName("conflict", "a"), metav1.GetOptions{})
 			return err
 		},
 		func() error {
@@ -304,7 +307,7 @@ func TestUnownedDeploymentIsLeftAloneAndReported(t *testing.T) {
 	}
 	waitWarning(t, e, p.Name, pipelinev1beta1.ReasonResourceExists)
 
-	got, err := e.kube.AppsV1().Deployments(ns).Get(ctx, "conflict-a", metav1.GetOptions{})
+	got, err := e.kube.AppsV1().Deployments(ns).Get(ctx, stepName("conflict", "a"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +325,7 @@ func TestUnownedDeploymentIsLeftAloneAndReported(t *testing.T) {
 	}
 
 	// Once it is gone the retry (with backoff) takes the name.
-	if err := e.kube.AppsV1().Deployments(ns).Delete(ctx, "conflict-a", metav1.DeleteOptions{}); err != nil {
+	if err := e.kube.AppsV1().Deployments(ns).Delete(ctx, stepName("conflict", "a"), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitCondition(p.Name, pipelinev1beta1.ConditionDegraded, metav1.ConditionFalse, "")
@@ -343,7 +346,9 @@ func waitWarning(t *testing.T, e *env, name, reason string) {
 
 // A write the API server refuses (a quota allowing no Services) leaves the
 // Pipeline Degraded with the reason, its status still written for the new
-// generation; lifting the quota lets it converge.
+// generation; lifting the quota lets it converge. The step's Deployment,
+// which the quota allows, is not written either: its DST would name the
+// Service that could not be created.
 func TestStatusIsWrittenWhenAChildWriteFails(t *testing.T) {
 	ctx := context.Background()
 	e := setup(t, nil)
@@ -360,15 +365,18 @@ func TestStatusIsWrittenWhenAChildWriteFails(t *testing.T) {
 	}
 
 	p := e.create(newPipeline("quota", ns, step("a", "quota-node")))
-	degraded := e.waitCondition(p.Name, pipelinev1beta1.ConditionDegraded, metav1.ConditionTrue, "create Service "+ns+"/quota-a")
+	degraded := e.waitCondition(p.Name, pipelinev1beta1.ConditionDegraded, metav1.ConditionTrue, "create Service "+ns+"/"+stepName("quota", "a"))
 	if c := conditionOf(degraded, pipelinev1beta1.ConditionDegraded); c.Reason != pipelinev1beta1.ReasonReconcileFailed || !strings.Contains(c.Message, "quota") {
 		t.Errorf("Degraded = %+v", c)
 	}
 	if degraded.Status.ObservedGeneration != degraded.Generation || len(degraded.Status.Steps) != 1 || degraded.Status.Storage == nil {
 		t.Errorf("status not written for the failed reconcile: %+v", degraded.Status)
 	}
-	if _, err := e.kube.AppsV1().Deployments(ns).Get(ctx, "quota-a", metav1.GetOptions{}); err != nil {
-		t.Errorf("the Deployment, which the quota allows, was not created: %v", err)
+	if _, err := e.kube.AppsV1().Deployments(ns).Get(ctx, stepName("quota", "a"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Deployment whose DST names the Service the quota refuses was written: %v", err)
+	}
+	if !hasCondition(degraded, pipelinev1beta1.ConditionStepsReady, metav1.ConditionFalse, "is not written while its DST would name a Service that is not this Pipeline's: create Service") {
+		t.Errorf("StepsReady does not say why the step has no Deployment: %s", describeStatus(degraded))
 	}
 	waitWarning(t, e, p.Name, pipelinev1beta1.ReasonReconcileFailed)
 
@@ -404,7 +412,7 @@ func TestStepOnMissingNodeIsReportedUntilTheNodeAppears(t *testing.T) {
 		t.Errorf("the node is still reported missing: %s", describeStatus(ready))
 	}
 	checkChildren(t, e.kube, e.ready(p.Name), ns)
-	pods, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=late-b"})
+	pods, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "distri-infer.ndsl.cn/step=" + stepName("late", "b")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestNamespaceOutsideTheAllowList(t *testing.T) {
 	waitWarning(t, e, refused.Name, pipelinev1beta1.ReasonNamespaceNotAllowed)
 	// The allowed Pipeline's Deployment shows the controller is at work, so
 	// the absence below is not just slowness.
-	e.waitDeployments("permitted", "permitted-a")
+	e.waitDeployments("permitted", stepName("permitted", "a"))
 
 	selector := labels.SelectorFromSet(labels.Set{pipeline.LabelPipeline: refused.Name}).String()
 	opts := metav1.ListOptions{LabelSelector: selector}
@@ -120,5 +120,5 @@ func TestTerminatingNamespaceUnblocksAfterTheRetryBudget(t *testing.T) {
 		_, err = e.kube.CoreV1().Namespaces().Update(ctx, n, metav1.UpdateOptions{})
 		return err == nil, err
 	})
-	e.waitDeployments(p.Name, "blocked-a")
+	e.waitDeployments(p.Name, stepName(p.Name, "a"))
 }

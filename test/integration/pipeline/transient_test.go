@@ -22,7 +22,7 @@ func TestConflictsNeverMakeThePipelineDegraded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := framework.CreateNamespace(t, cp.Client)
-	cfg, injector := framework.InjectConflicts(cp.Config, conflicts, framework.IsApplyOf("/namespaces/"+ns+"/deployments/"+name+"-a"))
+	cfg, injector := framework.InjectConflicts(cp.Config, conflicts, framework.IsApplyOf("/namespaces/"+ns+"/deployments/"+stepName(name, "a")))
 	e := setupWithConfig(t, cfg, nil)
 	if err := cp.CreateFakeNodes(ctx, "flaky-node"); err != nil {
 		t.Fatal(err)

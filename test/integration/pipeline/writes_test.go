@@ -175,6 +175,6 @@ func TestShippedClusterRoleSuffices(t *testing.T) {
 	checkChildren(t, client, e.ready(p.Name), ns)
 
 	e.update(p.Name, func(p *pipelinev1beta1.Pipeline) { p.Spec.Steps = p.Spec.Steps[:1] })
-	e.waitDeployments(p.Name, "rbac-a")
+	e.waitDeployments(p.Name, stepName(p.Name, "a"))
 	e.ready(p.Name)
 }

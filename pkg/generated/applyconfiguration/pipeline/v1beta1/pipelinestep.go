@@ -11,8 +11,9 @@ package v1beta1
 //
 // PipelineStep is one stage of a Pipeline: a model served by an image.
 type PipelineStepApplyConfiguration struct {
-	// Model names the model this step serves; it names the step's
-	// Deployment and Service too, so it must be a DNS-1123 label.
+	// Model names the model this step serves; with the Pipeline's name
+	// it names the step's Deployment and Service too
+	// (<pipeline>-<model>-<hash of both>), so it must be a DNS-1123 label.
 	Model *string `json:"model,omitempty"`
 	// Image is the container image serving the model.
 	Image *string `json:"image,omitempty"`
@@ -20,7 +21,9 @@ type PipelineStepApplyConfiguration struct {
 	Location *string `json:"location,omitempty"`
 	// Locations are the names of nodes the step may run on.
 	Locations []string `json:"locations,omitempty"`
-	// Replicas is the number of pods serving the step.
+	// Replicas is the number of pods serving the step. Unset, the step's
+	// Deployment starts with 1 and its replicas are left to whoever scales
+	// it (kubectl scale, an HPA); set, the controller keeps it at this.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Args are passed to the step's container.
 	Args map[string]string `json:"args,omitempty"`

@@ -1,0 +1,126 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	"github.com/ndsl/controller-manager/pkg/controller"
+)
+
+// deleteUnwanted deletes the children the Pipeline controls but no longer
+// wants, unless that can reduce what it serves: while a Deployment no longer
+// wanted still has available replicas, everything unwanted stays until every
+// step's new Deployment has its replicas available. The old Services stay
+// with the old Deployments: the old steps' DSTs name them.
+func (c *Controller) deleteUnwanted(ctx context.Context, p *pipelinev1beta1.Pipeline, obs observed, want children) error {
+	volumes, err := unwanted(c.volumes, p, []*corev1ac.PersistentVolumeApplyConfiguration{want.volume})
+	if err != nil {
+		return err
+	}
+	claims, err := unwanted(c.claims, p, []*corev1ac.PersistentVolumeClaimApplyConfiguration{want.claim})
+	if err != nil {
+		return err
+	}
+	deployments, err := unwanted(c.deployments, p, want.deployments)
+	if err != nil {
+		return err
+	}
+	services, err := unwanted(c.services, p, want.services)
+	if err != nil {
+		return err
+	}
+	if len(volumes)+len(claims)+len(deployments)+len(services) == 0 {
+		return nil
+	}
+	if !mayReplace(obs.steps, deployments) {
+		klog.FromContext(ctx).V(2).Info("Keeping the children no longer wanted until the new steps are available",
+			"deployments", len(deployments), "services", len(services))
+		return nil
+	}
+	return errors.Join(
+		deleteAll(ctx, c, p, c.volumes, volumes),
+		deleteAll(ctx, c, p, c.claims, claims),
+		deleteAll(ctx, c, p, c.deployments, deployments),
+		deleteAll(ctx, c, p, c.services, services),
+	)
+}
+
+// mayReplace reports whether deleting the old Deployments cannot reduce
+// availability: every step's Deployment has all its replicas available, or
+// the old ones serve nothing anyway (no available replica).
+func mayReplace(steps []observedStep, old []*appsv1.Deployment) bool {
+	newAvailable := true
+	for _, s := range steps {
+		if s.deployment == nil || !deploymentAvailable(s.deployment) {
+			newAvailable = false
+			break
+		}
+	}
+	if newAvailable {
+		return true
+	}
+	for _, d := range old {
+		if d.Status.AvailableReplicas > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// deploymentAvailable reports whether a Deployment has rolled out its
+// current spec and has every replica it asks for available, as its cached
+// status says.
+func deploymentAvailable(d *appsv1.Deployment) bool {
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	s := d.Status
+	return d.DeletionTimestamp == nil && s.ObservedGeneration >= d.Generation &&
+		s.UpdatedReplicas >= want && s.AvailableReplicas >= want
+}
+
+// unwanted lists the cached children of one kind that the Pipeline
+// controls but are not in want, found by the pipeline label, which every
+// version of the controller has written.
+func unwanted[T controller.Object, AC controller.ApplyConfiguration[AC]](children *controller.Children[T, AC], p *pipelinev1beta1.Pipeline, want []AC) ([]T, error) {
+	objs, err := children.List(labels.SelectorFromSet(labels.Set{LabelPipeline: pipelineLabelValue(p.Name)}))
+	if err != nil {
+		return nil, err
+	}
+	wanted := map[types.NamespacedName]bool{}
+	for _, w := range want {
+		wanted[types.NamespacedName{Namespace: ptr.Deref(w.GetNamespace(), ""), Name: ptr.Deref(w.GetName(), "")}] = true
+	}
+	var out []T
+	for _, obj := range objs {
+		if !wanted[types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}] && metav1.IsControlledBy(obj, p) {
+			out = append(out, obj)
+		}
+	}
+	return out, nil
+}
+
+// deleteAll deletes objs, children of one kind, each with a UID
+// precondition.
+func deleteAll[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx context.Context, c *Controller, p *pipelinev1beta1.Pipeline,
+	children *controller.Children[T, AC], objs []T) error {
+	var errs []error
+	for _, obj := range objs {
+		deleted, err := children.Delete(ctx, p, obj)
+		if err != nil {
+			errs = append(errs, c.writeFailed(p, "delete", children.Kind, obj.GetNamespace(), obj.GetName(), err))
+			continue
+		}
+		if deleted {
+			c.consistency.Deleted(p, children.Resource, obj)
+		}
+	}
+	return errors.Join(errs...)
+}
