@@ -2,6 +2,7 @@ package appcoexist
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -147,12 +148,13 @@ func TestMigrationKeepsEndpoints(t *testing.T) {
 	e.startManager()
 
 	newSelector := map[string]string{"ingress.example.com/app": "mig"}
-	framework.Eventually(t, 3*timeout, "the migration to finish", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, 2*timeout, "the migration to finish", func(ctx context.Context) (bool, error) {
 		state, err := e.migrationState(ctx, "mig", newSelector)
-		if state != "" {
-			phase.Store("p", state)
+		if err != nil || state == "done" {
+			return err == nil, err
 		}
-		return state == "done", err
+		phase.Store("p", state)
+		return false, errors.New(state) // reported on timeout
 	})
 	samples, fewest, when := w.finish()
 	w = nil
