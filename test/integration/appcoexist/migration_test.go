@@ -7,14 +7,16 @@ import (
 	"maps"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
@@ -78,47 +80,61 @@ func (e *env) applyLegacyChildren(ctx context.Context, app *appv1beta1.App) {
 	}
 }
 
-// endpointWatch polls a Service's ready endpoints until stopped and keeps
-// the fewest it saw.
+// endpointWatch watches a Service's EndpointSlices and keeps the fewest
+// ready endpoints they held together after any change, so that no state
+// between two polls goes unseen.
 type endpointWatch struct {
 	mu      sync.Mutex
-	samples int
+	changes int
 	fewest  int
 	when    string
-	stop    chan struct{}
-	done    chan struct{}
+	cancel  context.CancelFunc
 }
 
 func (e *env) watchEndpoints(service string, phase func() string) *endpointWatch {
-	w := &endpointWatch{fewest: -1, stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, n, err := e.endpoints(ctx, service)
-			cancel()
-			if err == nil {
-				w.mu.Lock()
-				w.samples++
-				if w.fewest < 0 || n < w.fewest {
-					w.fewest, w.when = n, phase()
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &endpointWatch{fewest: -1, cancel: cancel}
+	factory := informers.NewSharedInformerFactoryWithOptions(e.kube, 0, informers.WithNamespace(e.ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = discoveryv1.LabelServiceName + "=" + service }))
+	informer := factory.Discovery().V1().EndpointSlices().Informer()
+	count := func(any) {
+		n := 0
+		for _, obj := range informer.GetStore().List() {
+			for _, ep := range obj.(*discoveryv1.EndpointSlice).Endpoints {
+				if ptr.Deref(ep.Conditions.Ready, false) {
+					n++
 				}
-				w.mu.Unlock()
-			}
-			select {
-			case <-w.stop:
-				return
-			case <-time.After(20 * time.Millisecond):
 			}
 		}
-	}()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.changes++
+		if w.fewest < 0 || n < w.fewest {
+			w.fewest, w.when = n, phase()
+		}
+	}
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    count,
+		UpdateFunc: func(_, obj any) { count(obj) },
+		DeleteFunc: count,
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		e.t.Fatal("the EndpointSlice informer did not sync")
+	}
 	return w
 }
 
-func (w *endpointWatch) finish() (samples, fewest int, when string) {
-	close(w.stop)
-	<-w.done
-	return w.samples, w.fewest, w.when
+// finish stops the watch and returns how many changes it saw and the
+// fewest ready endpoints, with the phase they were seen in.
+func (w *endpointWatch) finish() (changes, fewest int, when string) {
+	w.cancel()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.changes, w.fewest, w.when
 }
 
 // An App whose Deployment and Service the manager of 08da2b9 created, on
@@ -137,6 +153,11 @@ func TestMigrationKeepsEndpoints(t *testing.T) {
 		return n == 2, err
 	})
 
+	legacy, err := e.kube.AppsV1().Deployments(e.ns).Get(ctx, "mig", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	var phase sync.Map
 	phase.Store("p", "before the manager started")
 	w := e.watchEndpoints("mig", func() string { p, _ := phase.Load("p"); return p.(string) })
@@ -153,19 +174,35 @@ func TestMigrationKeepsEndpoints(t *testing.T) {
 		if err != nil || state == "done" {
 			return err == nil, err
 		}
-		phase.Store("p", state)
+		if last, _ := phase.Swap("p", state); last != state {
+			t.Logf("migration: %s", state)
+		}
 		return false, errors.New(state) // reported on timeout
 	})
-	samples, fewest, when := w.finish()
+	changes, fewest, when := w.finish()
 	w = nil
-	t.Logf("%d samples of the Service's ready endpoints during the migration, fewest %d (%s)", samples, fewest, when)
+	t.Logf("%d changes of the Service's EndpointSlices during the migration, fewest ready endpoints %d (%s)", changes, fewest, when)
 	if fewest < 1 {
 		t.Errorf("the Service had %d ready endpoints during the migration (%s)", fewest, when)
 	}
-	if samples < 10 {
-		t.Errorf("only %d samples of the endpoints were taken", samples)
+	d, err := e.kube.AppsV1().Deployments(e.ns).Get(ctx, "mig", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.UID == legacy.UID {
+		t.Errorf("the Deployment is still the legacy one, %s", d.UID)
+	}
+	// Every pod was replaced by one on the final template, and the
+	// endpoints followed: they changed more than once.
+	if changes < 4 {
+		t.Errorf("the EndpointSlices changed %d times: the pods were not rolled", changes)
 	}
 	e.waitApp("mig", "ready", ready)
+	// What an HPA on the App reads the pods' metrics by.
+	framework.Eventually(t, timeout, "the App's scale selector to be the new one", func(ctx context.Context) (bool, error) {
+		scale, err := e.getScale(ctx, "mig")
+		return err == nil && scale.Status.Selector == "ingress.example.com/app=mig", err
+	})
 }
 
 // migrationState describes where the App's children are, "done" once
@@ -194,7 +231,8 @@ func (e *env) migrationState(ctx context.Context, name string, newSelector map[s
 		}
 	}
 	if d.Status.ObservedGeneration != d.Generation || d.Status.UpdatedReplicas != 2 || d.Status.Replicas != 2 || d.Status.AvailableReplicas != 2 {
-		return fmt.Sprintf("new Deployment rolling out: %+v", d.Status), nil
+		return fmt.Sprintf("new Deployment rolling out: generation %d observed %d, replicas %d updated %d available %d",
+			d.Generation, d.Status.ObservedGeneration, d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas), nil
 	}
 	rss, err := e.kube.AppsV1().ReplicaSets(e.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -219,4 +257,3 @@ func (e *env) migrationState(ctx context.Context, name string, newSelector map[s
 	}
 	return "done", nil
 }
-
