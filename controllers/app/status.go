@@ -72,7 +72,7 @@ func appStatus(app *appv1beta1.App, obs observed, now metav1.Time) appv1beta1.Ap
 			desired = ptr.Deref(d.Spec.Replicas, 1)
 		}
 		// A legacy Deployment's selector, while it lives.
-		if selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil {
+		if selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil && d.Spec.Selector != nil {
 			status.Selector = selector.String()
 		}
 	}
