@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
@@ -53,7 +54,13 @@ func newEnv(t *testing.T) *env {
 // writes, and waits until it is ready.
 func (e *env) startManager() {
 	e.t.Helper()
-	e.m = framework.StartManager(e.t, cp.Config, func(o *options.Options) {
+	e.startManagerAs(cp.Config)
+}
+
+// startManagerAs is startManager talking to the API server with cfg.
+func (e *env) startManagerAs(cfg *rest.Config) {
+	e.t.Helper()
+	e.m = framework.StartManager(e.t, cfg, func(o *options.Options) {
 		o.Generic.Controllers = []string{appcontroller.ControllerName}
 	})
 	framework.Eventually(e.t, timeout, "the manager to be ready", func(context.Context) (bool, error) {

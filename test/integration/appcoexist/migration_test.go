@@ -166,7 +166,9 @@ func TestMigrationKeepsEndpoints(t *testing.T) {
 			w.finish()
 		}
 	}()
-	e.startManager()
+	// With nothing but the shipped ClusterRole: the migration's deletes
+	// are allowed by it.
+	e.startManagerAs(framework.ServiceAccountWithClusterRoles(t, cp, e.ns, "rbac/app-controller.yaml"))
 
 	newSelector := map[string]string{"ingress.example.com/app": "mig"}
 	framework.Eventually(t, 2*timeout, "the migration to finish", func(ctx context.Context) (bool, error) {
