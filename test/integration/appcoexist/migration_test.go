@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -205,6 +206,18 @@ func TestMigrationKeepsEndpoints(t *testing.T) {
 		scale, err := e.getScale(ctx, "mig")
 		return err == nil && scale.Status.Selector == "ingress.example.com/app=mig", err
 	})
+
+	// Migrated, the App costs no write: a reconcile of it changes nothing.
+	e.waitQuiet()
+	before := e.m.Writes.Total()
+	if _, err := e.apps.Patch(ctx, "mig", types.MergePatchType, []byte(`{"metadata":{"annotations":{"touched":"yes"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitApp("mig", "the touch seen", func(a *appv1beta1.App) bool { return a.Annotations["touched"] == "yes" })
+	e.waitQuiet()
+	if after := e.m.Writes.Total(); after != before {
+		t.Errorf("a reconcile of the migrated App wrote %d times:\n%s", after-before, e.m.Writes.Summary())
+	}
 }
 
 // migrationState describes where the App's children are, "done" once
