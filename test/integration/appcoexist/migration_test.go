@@ -209,14 +209,14 @@ func TestMigrationKeepsEndpoints(t *testing.T) {
 
 	// Migrated, the App costs no write: a reconcile of it changes nothing.
 	e.waitQuiet()
-	before := e.m.Writes.Total()
+	before, _ := e.writes("")
 	if _, err := e.apps.Patch(ctx, "mig", types.MergePatchType, []byte(`{"metadata":{"annotations":{"touched":"yes"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitApp("mig", "the touch seen", func(a *appv1beta1.App) bool { return a.Annotations["touched"] == "yes" })
 	e.waitQuiet()
-	if after := e.m.Writes.Total(); after != before {
-		t.Errorf("a reconcile of the migrated App wrote %d times:\n%s", after-before, e.m.Writes.Summary())
+	if after, summary := e.writes(""); after != before {
+		t.Errorf("a reconcile of the migrated App wrote %d times:\n%s", after-before, summary)
 	}
 }
 

@@ -2,6 +2,7 @@ package appcoexist
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -12,15 +13,17 @@ import (
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
 )
 
-// deploymentWrites counts the manager's writes to Deployments so far.
-func (e *env) deploymentWrites() int {
-	n := 0
+// writes counts the manager's writes to the test's namespace whose path
+// has part in it. Managers of earlier tests may still reconcile Apps in
+// their namespaces, being deleted.
+func (e *env) writes(part string) (n int, summary string) {
 	for request, count := range e.m.Writes.ByRequest() {
-		if strings.Contains(request, "/deployments") {
+		if strings.Contains(request, "/namespaces/"+e.ns+"/") && strings.Contains(request, part) {
 			n += count
+			summary += fmt.Sprintf("%d× %s\n", count, request)
 		}
 	}
-	return n
+	return n, summary
 }
 
 // An App that leaves replicas unset leaves the Deployment's replicas to
@@ -46,7 +49,7 @@ func TestReplicasUnsetNotOwned(t *testing.T) {
 		metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); err != nil {
 		t.Fatalf("scaling the Deployment as the HPA controller does: %v", err)
 	}
-	before := e.deploymentWrites()
+	before, _ := e.writes("/deployments/")
 
 	// A change of the App that does not concern the Deployment.
 	e.patchSpec("hpa", `{"enable_service":true}`)
@@ -62,8 +65,8 @@ func TestReplicasUnsetNotOwned(t *testing.T) {
 	if got := ptr.Deref(d.Spec.Replicas, 0); got != 4 {
 		t.Errorf("Deployment replicas = %d, want the 4 the HPA set", got)
 	}
-	if after := e.deploymentWrites(); after != before {
-		t.Errorf("the manager wrote the Deployment %d more times after the HPA scaled it:\n%s", after-before, e.m.Writes.Summary())
+	if after, summary := e.writes("/deployments/"); after != before {
+		t.Errorf("the manager wrote the Deployment %d more times after the HPA scaled it:\n%s", after-before, summary)
 	}
 	for _, f := range d.ManagedFields {
 		if f.Manager == "ndsl-controller-manager" && f.FieldsV1 != nil && strings.Contains(string(f.FieldsV1.Raw), `"f:replicas"`) {
