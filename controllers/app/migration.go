@@ -115,7 +115,9 @@ func (c *Controller) replaceLegacyDeployment(ctx context.Context, app *appv1beta
 			continue // adopted by the new Deployment, or not d's
 		}
 		if ptr.Deref(rs.Spec.Replicas, 1) != 0 || rs.Status.Replicas != 0 {
-			return fmt.Errorf("old ReplicaSet %s of the legacy Deployment %s/%s still has pods", rs.Name, d.Namespace, d.Name)
+			// The cached Deployment status was behind: retried, not reported.
+			return apierrors.NewConflict(appsv1.Resource("replicasets"), rs.Name,
+				fmt.Errorf("old ReplicaSet of the legacy Deployment %s/%s still has pods", d.Namespace, d.Name))
 		}
 		err := c.kube.AppsV1().ReplicaSets(rs.Namespace).Delete(ctx, rs.Name, metav1.DeleteOptions{
 			Preconditions:     &metav1.Preconditions{UID: ptr.To(rs.UID)},

@@ -41,14 +41,21 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		return controller.Result{}, nil
 	}
 
-	sel, err := c.selectorsFor(app)
+	// Which selectors the children get: a legacy Deployment's decide.
+	liveDeployment, _, err := c.deployments.Get(app.Namespace, app.Name)
 	if err != nil {
 		return controller.Result{}, err
 	}
+	liveService, _, err := c.services.Get(app.Namespace, app.Name)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	sel := selectorsOf(app, liveDeployment, liveService)
+
 	var obs observed
 	if sel.replaceDeployment {
-		obs.deployment, _, _ = c.deployments.Get(app.Namespace, app.Name)
-		if err := c.replaceLegacyDeployment(ctx, app, obs.deployment); err != nil {
+		obs.deployment = liveDeployment
+		if err := c.replaceLegacyDeployment(ctx, app, liveDeployment); err != nil {
 			obs.errs = append(obs.errs, err)
 		}
 	} else if obs.deployment, err = syncChild(ctx, c, app, c.deployments, true, true, func(app *appv1beta1.App) *appsv1ac.DeploymentApplyConfiguration {
@@ -89,20 +96,6 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		obs.errs = append(obs.errs, err)
 	}
 	return controller.Result{}, errors.Join(obs.errs...)
-}
-
-// selectorsFor reads the App's Deployment and Service from the cache and
-// decides their selectors (migration.go).
-func (c *Controller) selectorsFor(app *appv1beta1.App) (selectors, error) {
-	d, _, err := c.deployments.Get(app.Namespace, app.Name)
-	if err != nil {
-		return selectors{}, err
-	}
-	svc, _, err := c.services.Get(app.Namespace, app.Name)
-	if err != nil {
-		return selectors{}, err
-	}
-	return selectorsOf(app, d, svc), nil
 }
 
 // syncChild applies the App's child of one kind, or deletes it when the App
