@@ -1,15 +1,24 @@
 package app
 
 import (
+	"context"
+	"fmt"
 	"maps"
+	"slices"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
 var legacySelector = map[string]string{LegacyInstanceLabel: "web"}
@@ -100,5 +109,69 @@ func TestSelectorsOf(t *testing.T) {
 				t.Errorf("Deployment labels %v carry %s", d.Labels, LegacyInstanceLabel)
 			}
 		})
+	}
+}
+
+// Step 3 deletes the legacy Deployment's old, empty ReplicaSets and then the
+// Deployment, orphaning the current ReplicaSet and its pods; every delete
+// is preconditioned on the UID.
+func TestReplaceLegacyDeployment(t *testing.T) {
+	app := testApp()
+	bothPods := map[string]string{NameLabel: "web", LegacyInstanceLabel: "web", AppLabel: "web"}
+	d := legacyDeployment(app, bothPods, appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 3, AvailableReplicas: 3})
+	rs := func(name string, labels map[string]string, replicas int32, owner metav1.Object) *appsv1.ReplicaSet {
+		r := &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID(name + "-uid"), Labels: labels},
+			Spec:       appsv1.ReplicaSetSpec{Replicas: ptr.To(replicas)},
+			Status:     appsv1.ReplicaSetStatus{Replicas: replicas},
+		}
+		if owner != nil {
+			r.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, appsv1.SchemeGroupVersion.WithKind("Deployment"))}
+		}
+		return r
+	}
+	legacyPods := map[string]string{NameLabel: "web", LegacyInstanceLabel: "web"}
+	current := rs("web-new", bothPods, 3, d)
+	old := rs("web-old", legacyPods, 0, d)
+	helm := rs("web-helm", legacyPods, 0, nil) // matches the legacy selector, not d's
+
+	kube := fake.NewClientset(d, current, old, helm)
+	c := &Controller{
+		kube:        kube,
+		recorder:    record.NewFakeRecorder(10),
+		deployments: &controller.Deployments{Kind: "Deployment", Resource: appsv1.Resource("deployments")},
+		consistency: controller.NewConsistencyStore(nil, time.Minute),
+	}
+	if err := c.replaceLegacyDeployment(context.Background(), app, d); err != nil {
+		t.Fatal(err)
+	}
+	var deletes []string
+	for _, a := range kube.Actions() {
+		del, ok := a.(k8stesting.DeleteActionImpl)
+		if !ok {
+			continue
+		}
+		opts := del.DeleteOptions
+		if opts.Preconditions == nil || opts.Preconditions.UID == nil {
+			t.Errorf("delete of %s %s without a UID precondition", del.Resource.Resource, del.Name)
+		}
+		deletes = append(deletes, fmt.Sprintf("%s/%s:%s", del.Resource.Resource, del.Name, *opts.PropagationPolicy))
+	}
+	want := []string{"replicasets/web-old:Background", "deployments/web:Orphan"}
+	if !slices.Equal(deletes, want) {
+		t.Errorf("deletes = %v, want %v", deletes, want)
+	}
+
+	// An old ReplicaSet still scaling down waits, as a conflict.
+	old.Spec.Replicas, old.Status.Replicas = ptr.To[int32](1), 1
+	kube = fake.NewClientset(d, current, old)
+	c.kube = kube
+	if err := c.replaceLegacyDeployment(context.Background(), app, d); !controller.IsTransient(err) {
+		t.Errorf("error = %v, want a transient one", err)
+	}
+	for _, a := range kube.Actions() {
+		if a.GetVerb() == "delete" {
+			t.Errorf("deleted %v while an old ReplicaSet has pods", a)
+		}
 	}
 }
