@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,7 +13,6 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
-	"k8s.io/utils/ptr"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
 	"github.com/ndsl/controller-manager/pkg/controller"
@@ -20,23 +20,24 @@ import (
 
 // Labels every child carries, besides controller.ManagedByLabel.
 const (
-	NameLabel     = "app.kubernetes.io/name"
-	InstanceLabel = "app.kubernetes.io/instance"
+	NameLabel = "app.kubernetes.io/name"
+	// AppLabel names the App on its children and its pods, and is the one
+	// label its selectors select on: a key in the App API's own domain,
+	// which no other tool writes (Helm and Argo CD write
+	// app.kubernetes.io/instance), so no other pod can match.
+	AppLabel = "ingress.example.com/app"
+	// LegacyInstanceLabel is the label the manager selected on up to
+	// 08da2b9: Helm's release label and Argo CD's tracking label. It is
+	// never written on a new child; a legacy Deployment's pods keep it
+	// until the Deployment is replaced (see migration.go).
+	LegacyInstanceLabel = "app.kubernetes.io/instance"
 )
 
 // ContainerName is the name of the Deployment's one container.
 const ContainerName = "app"
 
-// Defaults for fields the CRD defaults, for Apps stored before the default
-// existed.
-const (
-	defaultReplicas int32 = 1
-	defaultPort     int32 = 80
-)
-
-func desiredReplicas(app *appv1beta1.App) int32 {
-	return ptr.Deref(app.Spec.Replicas, defaultReplicas)
-}
+// defaultPort is for Apps stored before the CRD defaulted the port.
+const defaultPort int32 = 80
 
 func portOf(app *appv1beta1.App) int32 {
 	if app.Spec.Port == 0 {
@@ -49,14 +50,14 @@ func portOf(app *appv1beta1.App) int32 {
 func childLabels(app *appv1beta1.App) map[string]string {
 	return map[string]string{
 		NameLabel:                 app.Name,
-		InstanceLabel:             app.Name,
+		AppLabel:                  app.Name,
 		controller.ManagedByLabel: controller.ManagedByValue,
 	}
 }
 
 // selectorLabels select the App's pods.
 func selectorLabels(app *appv1beta1.App) map[string]string {
-	return map[string]string{InstanceLabel: app.Name}
+	return map[string]string{AppLabel: app.Name}
 }
 
 func controllerRef(app *appv1beta1.App) *metav1ac.OwnerReferenceApplyConfiguration {
@@ -70,9 +71,10 @@ func controllerRef(app *appv1beta1.App) *metav1ac.OwnerReferenceApplyConfigurati
 		WithBlockOwnerDeletion(true)
 }
 
-// desiredDeployment is the App's Deployment: every field this controller
-// sets, and no other.
-func desiredDeployment(app *appv1beta1.App) *appsv1ac.DeploymentApplyConfiguration {
+// desiredDeployment is the App's Deployment on selector sel: every field
+// this controller sets, and no other. Replicas is set only when the App
+// sets it: unset, the Deployment's replicas belong to whoever scales it.
+func desiredDeployment(app *appv1beta1.App, sel selectors) *appsv1ac.DeploymentApplyConfiguration {
 	container := corev1ac.Container().
 		WithName(ContainerName).
 		WithImage(app.Spec.Image).
@@ -87,26 +89,32 @@ func desiredDeployment(app *appv1beta1.App) *appsv1ac.DeploymentApplyConfigurati
 	if app.Spec.ImagePullPolicy != "" {
 		container.WithImagePullPolicy(app.Spec.ImagePullPolicy)
 	}
+	podLabels := childLabels(app)
+	maps.Copy(podLabels, sel.deployment) // a legacy selector's labels, kept
+	spec := appsv1ac.DeploymentSpec().
+		WithSelector(metav1ac.LabelSelector().WithMatchLabels(sel.deployment)).
+		WithTemplate(corev1ac.PodTemplateSpec().
+			WithLabels(podLabels).
+			WithSpec(corev1ac.PodSpec().WithContainers(container)))
+	if app.Spec.Replicas != nil {
+		spec.WithReplicas(*app.Spec.Replicas)
+	}
 	return appsv1ac.Deployment(app.Name, app.Namespace).
 		WithLabels(childLabels(app)).
 		WithOwnerReferences(controllerRef(app)).
-		WithSpec(appsv1ac.DeploymentSpec().
-			WithReplicas(desiredReplicas(app)).
-			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(app))).
-			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(childLabels(app)).
-				WithSpec(corev1ac.PodSpec().WithContainers(container))))
+		WithSpec(spec)
 }
 
-// desiredService is the App's ClusterIP Service, port → port.
-func desiredService(app *appv1beta1.App) *corev1ac.ServiceApplyConfiguration {
+// desiredService is the App's ClusterIP Service, port → port, on selector
+// sel.
+func desiredService(app *appv1beta1.App, sel selectors) *corev1ac.ServiceApplyConfiguration {
 	port := portOf(app)
 	return corev1ac.Service(app.Name, app.Namespace).
 		WithLabels(childLabels(app)).
 		WithOwnerReferences(controllerRef(app)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(corev1.ServiceTypeClusterIP).
-			WithSelector(selectorLabels(app)).
+			WithSelector(sel.service).
 			WithPorts(corev1ac.ServicePort().
 				WithPort(port).
 				WithTargetPort(intstr.FromInt32(port)).
@@ -156,13 +164,14 @@ func ingressURL(ing *networkingv1.Ingress) string {
 // Deployment, and its Service and Ingress when asked for (nil otherwise).
 // Tools that measure against the controller use it, like test/bench/scale.
 func DesiredChildren(app *appv1beta1.App, opts Options) (*appsv1.Deployment, *corev1.Service, *networkingv1.Ingress, error) {
-	d, err := controller.Typed[appsv1.Deployment](desiredDeployment(app))
+	sel := newSelectors(app)
+	d, err := controller.Typed[appsv1.Deployment](desiredDeployment(app, sel))
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	var svc *corev1.Service
 	if app.Spec.EnableService {
-		if svc, err = controller.Typed[corev1.Service](desiredService(app)); err != nil {
+		if svc, err = controller.Typed[corev1.Service](desiredService(app, sel)); err != nil {
 			return nil, nil, nil, err
 		}
 	}

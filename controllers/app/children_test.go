@@ -1,6 +1,7 @@
 package app
 
 import (
+	"maps"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -48,7 +49,7 @@ func checkChildMeta(t *testing.T, app *appv1beta1.App, obj metav1.Object) {
 	if obj.GetName() != app.Name || obj.GetNamespace() != app.Namespace {
 		t.Errorf("name = %s/%s, want %s/%s", obj.GetNamespace(), obj.GetName(), app.Namespace, app.Name)
 	}
-	want := map[string]string{NameLabel: app.Name, InstanceLabel: app.Name, controller.ManagedByLabel: controller.ManagedByValue}
+	want := map[string]string{NameLabel: app.Name, AppLabel: app.Name, controller.ManagedByLabel: controller.ManagedByValue}
 	if got := obj.GetLabels(); len(got) != len(want) || !labels.SelectorFromSet(want).Matches(labels.Set(got)) {
 		t.Errorf("labels = %v, want %v", got, want)
 	}
@@ -75,21 +76,25 @@ func TestDesiredDeployment(t *testing.T) {
 		{name: "pull policy Always", app: testApp(withPullPolicy(corev1.PullAlways)), wantReplicas: 3, wantPort: 8080,
 			wantPullPolicy: corev1.PullAlways},
 		{name: "zero replicas stay zero", app: testApp(func(a *appv1beta1.App) { a.Spec.Replicas = ptr.To[int32](0) }), wantReplicas: 0, wantPort: 8080},
-		{name: "unset replicas and port take the CRD defaults", app: testApp(func(a *appv1beta1.App) { a.Spec.Replicas, a.Spec.Port = nil, 0 }),
-			wantReplicas: 1, wantPort: 80},
+		// -1: not set, left to whoever scales the Deployment.
+		{name: "unset replicas stay unset, unset port takes the CRD default", app: testApp(func(a *appv1beta1.App) { a.Spec.Replicas, a.Spec.Port = nil, 0 }),
+			wantReplicas: -1, wantPort: 80},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := mustTyped[appsv1.Deployment](t, desiredDeployment(tc.app))
+			d := mustTyped[appsv1.Deployment](t, desiredDeployment(tc.app, newSelectors(tc.app)))
 			checkChildMeta(t, tc.app, d)
 			if got := ptr.Deref(d.Spec.Replicas, -1); got != tc.wantReplicas {
 				t.Errorf("replicas = %d, want %d", got, tc.wantReplicas)
 			}
-			if got := d.Spec.Selector.MatchLabels; len(got) != 1 || got[InstanceLabel] != tc.app.Name || len(d.Spec.Selector.MatchExpressions) != 0 {
-				t.Errorf("selector = %+v, want %s=%s", d.Spec.Selector, InstanceLabel, tc.app.Name)
+			if got := d.Spec.Selector.MatchLabels; len(got) != 1 || got[AppLabel] != tc.app.Name || len(d.Spec.Selector.MatchExpressions) != 0 {
+				t.Errorf("selector = %+v, want %s=%s", d.Spec.Selector, AppLabel, tc.app.Name)
 			}
-			if d.Spec.Template.Labels[InstanceLabel] != tc.app.Name {
-				t.Errorf("pod labels %v do not match the selector", d.Spec.Template.Labels)
+			// The pods carry the children's labels, and not Helm's and Argo
+			// CD's instance label.
+			want := map[string]string{NameLabel: tc.app.Name, AppLabel: tc.app.Name, controller.ManagedByLabel: controller.ManagedByValue}
+			if got := d.Spec.Template.Labels; !maps.Equal(got, want) {
+				t.Errorf("pod labels = %v, want %v", got, want)
 			}
 			cs := d.Spec.Template.Spec.Containers
 			if len(cs) != 1 || cs[0].Name != ContainerName || cs[0].Image != tc.app.Spec.Image {
@@ -117,17 +122,18 @@ func withPullPolicy(p corev1.PullPolicy) func(*appv1beta1.App) {
 
 // An App without a pull policy is applied with exactly the fields, hence the
 // AppliedAnnotation hash, it was applied with before the field existed: an
-// upgraded manager rewrites no existing Deployment. The hashes are those the
-// manager computed before spec.imagePullPolicy was added.
+// upgraded manager rewrites no Deployment it already migrated. The hashes
+// are those of the Deployments on the AppLabel selector (every Deployment
+// of an older manager is replaced once, see migration.go).
 func TestDesiredDeploymentWithoutPullPolicyUnchanged(t *testing.T) {
 	for _, tc := range []struct {
 		app  *appv1beta1.App
 		want string
 	}{
-		{app: testApp(), want: "7c39cb3f68837ccdf8e0403e"},
-		{app: testApp(func(a *appv1beta1.App) { a.Spec.Image, a.Spec.Replicas, a.Spec.Port = "nginx:latest", nil, 0 }), want: "96fa25ef8e962e4d0e71acd1"},
+		{app: testApp(), want: "0f865f99ed09c0f3f25bac5a"},
+		{app: testApp(func(a *appv1beta1.App) { a.Spec.Image, a.Spec.Replicas, a.Spec.Port = "nginx:latest", nil, 0 }), want: "38d4d6d0b44525b9f5b0a1ac"},
 	} {
-		got, err := controller.AppliedHash(desiredDeployment(tc.app))
+		got, err := controller.AppliedHash(desiredDeployment(tc.app, newSelectors(tc.app)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +147,7 @@ func TestDesiredDeploymentWithoutPullPolicyUnchanged(t *testing.T) {
 // server's default for an unset one as drift.
 func TestDeploymentPullPolicyDrift(t *testing.T) {
 	live := func(p corev1.PullPolicy) *appsv1.Deployment {
-		d := mustTyped[appsv1.Deployment](t, desiredDeployment(testApp()))
+		d := mustTyped[appsv1.Deployment](t, desiredDeployment(testApp(), newSelectors(testApp())))
 		d.Spec.Template.Spec.Containers[0].ImagePullPolicy = p // as the server defaults or a previous apply set it
 		d.Spec.Template.Spec.Containers[0].TerminationMessagePath = corev1.TerminationMessagePathDefault
 		return d
@@ -160,7 +166,7 @@ func TestDeploymentPullPolicyDrift(t *testing.T) {
 		{name: "set over the default", want: corev1.PullIfNotPresent, live: corev1.PullAlways, upToDate: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := controller.UpToDate(desiredDeployment(testApp(withPullPolicy(tc.want))), live(tc.live))
+			got, err := controller.UpToDate(desiredDeployment(testApp(withPullPolicy(tc.want)), newSelectors(testApp())), live(tc.live))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,11 +176,11 @@ func TestDeploymentPullPolicyDrift(t *testing.T) {
 		})
 	}
 	// Fields alone cannot see that a policy was unset; the applied hash can.
-	set, err := controller.AppliedHash(desiredDeployment(testApp(withPullPolicy(corev1.PullNever))))
+	set, err := controller.AppliedHash(desiredDeployment(testApp(withPullPolicy(corev1.PullNever)), newSelectors(testApp())))
 	if err != nil {
 		t.Fatal(err)
 	}
-	unset, err := controller.AppliedHash(desiredDeployment(testApp()))
+	unset, err := controller.AppliedHash(desiredDeployment(testApp(), newSelectors(testApp())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,12 +192,12 @@ func TestDeploymentPullPolicyDrift(t *testing.T) {
 func TestDesiredService(t *testing.T) {
 	for _, port := range []int32{80, 8080} {
 		app := testApp(func(a *appv1beta1.App) { a.Spec.Port = port })
-		s := mustTyped[corev1.Service](t, desiredService(app))
+		s := mustTyped[corev1.Service](t, desiredService(app, newSelectors(app)))
 		checkChildMeta(t, app, s)
 		if s.Spec.Type != corev1.ServiceTypeClusterIP || s.Spec.ClusterIP != "" {
 			t.Errorf("type = %q, clusterIP = %q; want ClusterIP, unset", s.Spec.Type, s.Spec.ClusterIP)
 		}
-		if len(s.Spec.Selector) != 1 || s.Spec.Selector[InstanceLabel] != app.Name {
+		if len(s.Spec.Selector) != 1 || s.Spec.Selector[AppLabel] != app.Name {
 			t.Errorf("selector = %v", s.Spec.Selector)
 		}
 		want := corev1.ServicePort{Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP}
@@ -247,7 +253,7 @@ func TestDesiredIngress(t *testing.T) {
 // Live objects as the API server returns them: the desired fields plus
 // server defaults and other writers' additions.
 func liveDeployment(t *testing.T, app *appv1beta1.App) *appsv1.Deployment {
-	d := mustTyped[appsv1.Deployment](t, desiredDeployment(app))
+	d := mustTyped[appsv1.Deployment](t, desiredDeployment(app, newSelectors(app)))
 	d.ResourceVersion = "42"
 	d.Labels["team"] = "shop"
 	d.Annotations = map[string]string{"deployment.kubernetes.io/revision": "1"}
@@ -300,7 +306,7 @@ func TestDeploymentDrift(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			live := liveDeployment(t, app)
 			tc.edit(live)
-			if got := !upToDate(t, desiredDeployment(app), live); got != tc.wantWrite {
+			if got := !upToDate(t, desiredDeployment(app, newSelectors(app)), live); got != tc.wantWrite {
 				t.Errorf("write = %v, want %v", got, tc.wantWrite)
 			}
 		})
@@ -308,7 +314,7 @@ func TestDeploymentDrift(t *testing.T) {
 }
 
 func liveService(t *testing.T, app *appv1beta1.App) *corev1.Service {
-	s := mustTyped[corev1.Service](t, desiredService(app))
+	s := mustTyped[corev1.Service](t, desiredService(app, newSelectors(app)))
 	s.ResourceVersion = "7"
 	s.Spec.ClusterIP = "10.96.0.12"
 	s.Spec.ClusterIPs = []string{"10.96.0.12"}
@@ -341,7 +347,7 @@ func TestServiceDrift(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			live := liveService(t, app)
 			tc.edit(live)
-			if got := !upToDate(t, desiredService(app), live); got != tc.wantWrite {
+			if got := !upToDate(t, desiredService(app, newSelectors(app)), live); got != tc.wantWrite {
 				t.Errorf("write = %v, want %v", got, tc.wantWrite)
 			}
 		})

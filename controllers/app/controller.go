@@ -38,6 +38,7 @@ var appsResource = appv1beta1.SchemeGroupVersion.WithResource("apps").GroupResou
 // asks, and its status as observed.
 type Controller struct {
 	controller.Base
+	kube      kubernetes.Interface
 	crdClient versioned.Interface
 	recorder  record.EventRecorder
 	opts      Options
@@ -71,6 +72,7 @@ func NewController(
 ) (*Controller, error) {
 	c := &Controller{
 		Base:        controller.NewBase(ControllerName, opts.Workers, opts.Queue),
+		kube:        kubeClient,
 		crdClient:   crdClient,
 		recorder:    recorder,
 		opts:        opts,

@@ -26,12 +26,13 @@ const pipelineLabel = "pipeline"
 // PodSelector selects the pods the controller caches: those of the manager's
 // own Deployments (their template carries the managed-by label) that are no
 // Pipeline step's. It is the pod informer's list and watch selector, so no
-// other pod of the cluster reaches the manager.
+// other pod of the cluster reaches the manager. It requires no App label:
+// the pods of a legacy Deployment carry LegacyInstanceLabel instead of
+// AppLabel until their App is migrated (migration.go).
 func PodSelector() labels.Selector {
 	managed, _ := labels.NewRequirement(controller.ManagedByLabel, selection.Equals, []string{controller.ManagedByValue})
 	notPipeline, _ := labels.NewRequirement(pipelineLabel, selection.DoesNotExist, nil)
-	withInstance, _ := labels.NewRequirement(InstanceLabel, selection.Exists, nil)
-	return labels.NewSelector().Add(*managed, *notPipeline, *withInstance)
+	return labels.NewSelector().Add(*managed, *notPipeline)
 }
 
 // Bounds on what a pod contributes to the Ready condition's message.
@@ -119,10 +120,14 @@ func podChanged(oldObj, newObj any) bool {
 }
 
 // appNameOfPod is the App whose Deployment's pods pod is one of, by its labels:
-// the instance label names the App, and the pod is controlled by one of
-// the ReplicaSets the Deployment controller names after the Deployment.
+// AppLabel names the App (LegacyInstanceLabel on the pods of a Deployment
+// not yet migrated), and the pod is controlled by one of the ReplicaSets
+// the Deployment controller names after the Deployment.
 func appNameOfPod(pod *corev1.Pod) (string, bool) {
-	name := pod.Labels[InstanceLabel]
+	name := pod.Labels[AppLabel]
+	if name == "" {
+		name = pod.Labels[LegacyInstanceLabel]
+	}
 	if name == "" || pod.Labels[controller.ManagedByLabel] != controller.ManagedByValue {
 		return "", false
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
 const testHash = "5d8f7c9b4"
@@ -197,7 +198,7 @@ func TestAppOfPod(t *testing.T) {
 		t.Errorf("PodSelector %s does not select the App's pod %v", PodSelector(), mine.Labels)
 	}
 	// Labels of a pod of App web's Deployment's template.
-	tmpl := desiredDeployment(app).Spec.Template.Labels
+	tmpl := desiredDeployment(app, newSelectors(app)).Spec.Template.Labels
 	if !PodSelector().Matches(labels.Set(tmpl)) {
 		t.Errorf("PodSelector %s does not select the pod template's labels %v", PodSelector(), tmpl)
 	}
@@ -219,6 +220,28 @@ func TestAppOfPod(t *testing.T) {
 	if got := podsOf(app, []*corev1.Pod{mine, other, bare}); len(got) != 1 || got[0] != mine {
 		t.Errorf("podsOf = %v, want only %s", got, mine.Name)
 	}
+
+	// A pod of a Deployment an older manager made, on the instance label
+	// alone, is the App's until the Deployment is replaced.
+	legacy := appPod(4, corev1.PodStatus{})
+	delete(legacy.Labels, AppLabel)
+	legacy.Labels[LegacyInstanceLabel] = "web"
+	if name, ok := appNameOfPod(legacy); !ok || name != "web" {
+		t.Errorf("appNameOfPod(legacy pod) = %q, %v", name, ok)
+	}
+	if !PodSelector().Matches(labels.Set(legacy.Labels)) {
+		t.Errorf("PodSelector %s does not select a legacy pod %v", PodSelector(), legacy.Labels)
+	}
+	// A Helm release's pod named like the App is not the manager's.
+	helm := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0", Labels: map[string]string{
+		LegacyInstanceLabel: "web", NameLabel: "web", controller.ManagedByLabel: "Helm",
+	}}}
+	if PodSelector().Matches(labels.Set(helm.Labels)) {
+		t.Errorf("PodSelector %s selects a Helm pod %v", PodSelector(), helm.Labels)
+	}
+	if _, ok := appNameOfPod(helm); ok {
+		t.Errorf("appNameOfPod found an App for a Helm pod")
+	}
 }
 
 func TestTransformPodTombstone(t *testing.T) {
@@ -229,7 +252,7 @@ func TestTransformPodTombstone(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := obj.(cache.DeletedFinalStateUnknown).Obj.(*corev1.Pod)
-	if got.ManagedFields != nil || got.Name != p.Name || got.Labels[InstanceLabel] != "web" {
+	if got.ManagedFields != nil || got.Name != p.Name || got.Labels[AppLabel] != "web" {
 		t.Errorf("transformed tombstone pod = %+v", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
@@ -60,10 +61,20 @@ func appStatus(app *appv1beta1.App, obs observed, now metav1.Time) appv1beta1.Ap
 		URL:                ingressURL(obs.ingress),
 		Conditions:         slices.Clone(app.Status.Conditions),
 	}
+	// Unset replicas are whatever the Deployment's owner of them says.
+	desired := ptr.Deref(app.Spec.Replicas, 1)
+	status.Selector = labels.SelectorFromSet(selectorLabels(app)).String()
 	if d := obs.deployment; d != nil {
 		status.Replicas = d.Status.Replicas
 		status.ReadyReplicas = d.Status.ReadyReplicas
 		status.AvailableReplicas = d.Status.AvailableReplicas
+		if app.Spec.Replicas == nil {
+			desired = ptr.Deref(d.Spec.Replicas, 1)
+		}
+		// A legacy Deployment's selector, while it lives.
+		if selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil && d.Spec.Selector != nil {
+			status.Selector = selector.String()
+		}
 	}
 
 	set := func(conditionType string, s metav1.ConditionStatus, reason, message string) {
@@ -77,7 +88,6 @@ func appStatus(app *appv1beta1.App, obs observed, now metav1.Time) appv1beta1.Ap
 		})
 	}
 
-	desired := desiredReplicas(app)
 	available := fmt.Sprintf("%d of %d replicas available", status.AvailableReplicas, desired)
 	switch missing := obs.missing(app); {
 	case len(missing) > 0:
@@ -137,7 +147,7 @@ func rollout(d *appsv1.Deployment, name string) (metav1.ConditionStatus, string,
 			return metav1.ConditionFalse, appv1beta1.ReasonProgressDeadlineExceeded, c.Message
 		}
 	}
-	replicas := ptr.Deref(d.Spec.Replicas, defaultReplicas)
+	replicas := ptr.Deref(d.Spec.Replicas, 1)
 	switch {
 	case d.Status.UpdatedReplicas < replicas:
 		return metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "Waiting for replicas to be updated"

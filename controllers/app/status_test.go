@@ -236,3 +236,27 @@ func TestAppStatusIsStable(t *testing.T) {
 		t.Error("appStatus modified the App's conditions")
 	}
 }
+
+// Unset replicas are the Deployment's, whoever scaled it; the selector is
+// the Deployment's, a legacy one's while it lives.
+func TestAppStatusReplicasUnsetAndSelector(t *testing.T) {
+	app := testApp(func(a *appv1beta1.App) { a.Spec.Replicas = nil })
+	d := rolledOut(4)
+	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{AppLabel: "web"}}
+	status := appStatus(app, observed{deployment: d, service: &corev1.Service{}, ingress: ingress("")}, metav1.Now())
+	ready := meta.FindStatusCondition(status.Conditions, appv1beta1.ConditionReady)
+	if ready == nil || ready.Status != metav1.ConditionTrue || ready.Message != "4 of 4 replicas available" {
+		t.Errorf("Ready = %+v, want True, 4 of 4", ready)
+	}
+	if status.Selector != AppLabel+"=web" {
+		t.Errorf("selector = %q, want %s=web", status.Selector, AppLabel)
+	}
+
+	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{LegacyInstanceLabel: "web"}}
+	if got := appStatus(app, observed{deployment: d}, metav1.Now()).Selector; got != LegacyInstanceLabel+"=web" {
+		t.Errorf("selector of a legacy Deployment = %q", got)
+	}
+	if got := appStatus(app, observed{}, metav1.Now()).Selector; got != AppLabel+"=web" {
+		t.Errorf("selector without a Deployment = %q, want the one it will have", got)
+	}
+}

@@ -9,7 +9,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/klog/v2"
 
@@ -40,11 +41,31 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		return controller.Result{}, nil
 	}
 
+	// Which selectors the children get: a legacy Deployment's decide.
+	liveDeployment, _, err := c.deployments.Get(app.Namespace, app.Name)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	liveService, _, err := c.services.Get(app.Namespace, app.Name)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	sel := selectorsOf(app, liveDeployment, liveService)
+
 	var obs observed
-	if obs.deployment, err = syncChild(ctx, c, app, c.deployments, true, true, desiredDeployment); err != nil {
+	if sel.replaceDeployment {
+		obs.deployment = liveDeployment
+		if err := c.replaceLegacyDeployment(ctx, app, liveDeployment); err != nil {
+			obs.errs = append(obs.errs, err)
+		}
+	} else if obs.deployment, err = syncChild(ctx, c, app, c.deployments, true, true, func(app *appv1beta1.App) *appsv1ac.DeploymentApplyConfiguration {
+		return desiredDeployment(app, sel)
+	}); err != nil {
 		obs.errs = append(obs.errs, err)
 	}
-	if obs.service, err = syncChild(ctx, c, app, c.services, app.Spec.EnableService, true, desiredService); err != nil {
+	if obs.service, err = syncChild(ctx, c, app, c.services, app.Spec.EnableService, true, func(app *appv1beta1.App) *corev1ac.ServiceApplyConfiguration {
+		return desiredService(app, sel)
+	}); err != nil {
 		obs.errs = append(obs.errs, err)
 	}
 	// No Ingress is created while the App's Service is not the App's: it
@@ -57,7 +78,12 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	}
 
 	if obs.deployment != nil {
-		pods, err := c.pods.Pods(app.Namespace).List(labels.SelectorFromSet(selectorLabels(app)))
+		// The Deployment's own selector: a legacy one's pods lack AppLabel.
+		selector, err := metav1.LabelSelectorAsSelector(obs.deployment.Spec.Selector)
+		if err != nil {
+			return controller.Result{}, fmt.Errorf("reading the selector of Deployment %s: %w", key, err)
+		}
+		pods, err := c.pods.Pods(app.Namespace).List(selector)
 		if err != nil {
 			return controller.Result{}, fmt.Errorf("listing the pods of App %s from the cache: %w", key, err)
 		}

@@ -52,7 +52,7 @@ func TestControllersFlagLeavesAppsAlone(t *testing.T) {
 	// same time.
 	waitIngress(t, ns, svc, convergeTimeout)
 
-	selector := labels.SelectorFromSet(labels.Set{appcontroller.InstanceLabel: app.Name}).String()
+	selector := labels.SelectorFromSet(labels.Set{appcontroller.AppLabel: app.Name}).String()
 	deployments, err := cluster.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		t.Fatal(err)

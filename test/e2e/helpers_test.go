@@ -282,7 +282,7 @@ func controlledBy(t testing.TB, obj metav1.Object, kind string, uid types.UID) {
 func checkAppChildren(t testing.TB, ns string, app *appv1beta1.App) {
 	t.Helper()
 	ctx := context.Background()
-	selector := labels.SelectorFromSet(labels.Set{appcontroller.InstanceLabel: app.Name}).String()
+	selector := labels.SelectorFromSet(labels.Set{appcontroller.AppLabel: app.Name}).String()
 	deployments, err := cluster.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		t.Fatal(err)

@@ -301,7 +301,7 @@ func TestInClusterAppReadyOnlyWithReadyPods(t *testing.T) {
 	app.Spec.Image = "ndsl-e2e/does-not-exist:v1"
 	createApp(t, ns, app)
 
-	selector := labels.SelectorFromSet(labels.Set{appcontroller.InstanceLabel: app.Name}).String()
+	selector := labels.SelectorFromSet(labels.Set{appcontroller.AppLabel: app.Name}).String()
 	eventually(t, convergeTimeout, "a pod of App "+app.Name+" failing to pull its image", func(ctx context.Context) (bool, error) {
 		pods, err := cluster.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:storageversion
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:scope=Namespaced,shortName=exapp,categories=ndsl
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
@@ -42,8 +43,9 @@ type AppSpec struct {
 	// +required
 	Image string `json:"image"`
 
-	// Replicas is the number of pods to run.
-	// +kubebuilder:default=1
+	// Replicas is the number of pods to run. Unset leaves the Deployment's
+	// replicas to others (an HPA on the Deployment); the Deployment then
+	// starts with 1.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"` // a pointer, so that an explicit 0 is not taken for unset
@@ -94,6 +96,11 @@ type AppStatus struct {
 	// at least the Deployment's minReadySeconds.
 	// +optional
 	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+
+	// Selector is the label selector of the App's pods, in string form:
+	// the scale subresource's selector, which an HPA reads metrics by.
+	// +optional
+	Selector string `json:"selector,omitempty"`
 
 	// URL is where the App can be reached; empty while it cannot be.
 	// +optional

@@ -49,7 +49,7 @@ func TestSampleConverges(t *testing.T) {
 	if got := ptr.Deref(d.Spec.Replicas, 0); got != 3 {
 		t.Errorf("Deployment replicas = %d, want 3", got)
 	}
-	if sel := d.Spec.Selector.MatchLabels; len(sel) != 1 || sel[appcontroller.InstanceLabel] != "app-sample" {
+	if sel := d.Spec.Selector.MatchLabels; len(sel) != 1 || sel[appcontroller.AppLabel] != "app-sample" {
 		t.Errorf("Deployment selector = %v", sel)
 	}
 	cs := d.Spec.Template.Spec.Containers
@@ -65,7 +65,7 @@ func TestSampleConverges(t *testing.T) {
 	checkControlled(t, svc, app)
 	if svc.Spec.Type != corev1.ServiceTypeClusterIP || len(svc.Spec.Ports) != 1 ||
 		svc.Spec.Ports[0].Port != 80 || svc.Spec.Ports[0].TargetPort != intstr.FromInt32(80) ||
-		svc.Spec.Selector[appcontroller.InstanceLabel] != "app-sample" {
+		svc.Spec.Selector[appcontroller.AppLabel] != "app-sample" {
 		t.Errorf("Service spec = %+v, want ClusterIP 80 -> 80 selecting the pods", svc.Spec)
 	}
 	if _, err := e.kube.NetworkingV1().Ingresses(e.ns).Get(ctx, "app-sample", metav1.GetOptions{}); !apierrors.IsNotFound(err) {

@@ -166,10 +166,13 @@ func checkControlled(t *testing.T, obj metav1.Object, app *appv1beta1.App) {
 	if ref == nil || ref.UID != app.UID || ref.Kind != "App" || ref.APIVersion != appv1beta1.SchemeGroupVersion.String() {
 		t.Errorf("%s: controller reference = %+v, want App %s (%s)", obj.GetName(), ref, app.Name, app.UID)
 	}
+	if v, ok := obj.GetLabels()["app.kubernetes.io/instance"]; ok {
+		t.Errorf("%s: carries app.kubernetes.io/instance=%s, Helm's and Argo CD's label", obj.GetName(), v)
+	}
 	for k, v := range map[string]string{
-		appcontroller.NameLabel:     app.Name,
-		appcontroller.InstanceLabel: app.Name,
-		controller.ManagedByLabel:   controller.ManagedByValue,
+		appcontroller.NameLabel:   app.Name,
+		appcontroller.AppLabel:    app.Name,
+		controller.ManagedByLabel: controller.ManagedByValue,
 	} {
 		if obj.GetLabels()[k] != v {
 			t.Errorf("%s: label %s = %q, want %q", obj.GetName(), k, obj.GetLabels()[k], v)

@@ -34,7 +34,7 @@ func TestReadyNamesWhyPodsAreUnavailable(t *testing.T) {
 	e.create(app)
 
 	pods := e.kube.CoreV1().Pods(e.ns)
-	selector := labels.SelectorFromSet(labels.Set{appcontroller.InstanceLabel: name}).String()
+	selector := labels.SelectorFromSet(labels.Set{appcontroller.AppLabel: name}).String()
 	var names []string
 	e.waitApp(name, "3 pods from the deployment controller", func(*appv1beta1.App) bool {
 		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})

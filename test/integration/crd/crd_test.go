@@ -194,8 +194,10 @@ func testAppApply(ctx context.Context, t *testing.T, c clients) {
 	if err != nil {
 		t.Fatalf("applying an App: %v", err)
 	}
-	if got := ptr.Deref(app.Spec.Replicas, -1); got != 1 {
-		t.Errorf("defaulted replicas = %d, want 1", got)
+	// Unset stays unset: the controller then leaves the Deployment's
+	// replicas to whoever scales it.
+	if app.Spec.Replicas != nil {
+		t.Errorf("replicas = %d, want unset: the CRD has no default", *app.Spec.Replicas)
 	}
 	app, err = apps.Apply(ctx, appapply.App("applied", namespace).WithSpec(appapply.AppSpec().WithImage("nginx:latest").WithReplicas(0)), opts)
 	if err != nil {

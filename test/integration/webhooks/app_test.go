@@ -296,8 +296,9 @@ func TestAppVersionsAgree(t *testing.T) {
 	}, {
 		name: "written as v1",
 		obj:  appObject("v1", "one", map[string]any{"image": "nginx:1.27", "port": int64(8080), "exposure": "Ingress"}),
-		beta: map[string]any{"image": "nginx:1.27", "replicas": int64(1), "port": int64(8080), "enable_service": true, "enable_ingress": true},
-		v1:   map[string]any{"image": "nginx:1.27", "replicas": int64(1), "port": int64(8080), "exposure": "Ingress"},
+		// replicas unset stays unset in both versions: no default.
+		beta: map[string]any{"image": "nginx:1.27", "port": int64(8080), "enable_service": true, "enable_ingress": true},
+		v1:   map[string]any{"image": "nginx:1.27", "port": int64(8080), "exposure": "Ingress"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			gvr := appsV1beta1

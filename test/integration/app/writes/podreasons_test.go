@@ -54,7 +54,7 @@ func TestPodProblemsInReadyWithoutStatusWrites(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{
 				Name: fmt.Sprintf("%s-%s-%d", name, hash, i),
 				Labels: map[string]string{
-					appcontroller.NameLabel: name, appcontroller.InstanceLabel: name,
+					appcontroller.NameLabel: name, appcontroller.AppLabel: name,
 					controller.ManagedByLabel:              controller.ManagedByValue,
 					appsv1.DefaultDeploymentUniqueLabelKey: hash,
 				},

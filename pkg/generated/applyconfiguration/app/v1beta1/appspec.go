@@ -18,7 +18,9 @@ import (
 type AppSpecApplyConfiguration struct {
 	// Image is the container image to run.
 	Image *string `json:"image,omitempty"`
-	// Replicas is the number of pods to run.
+	// Replicas is the number of pods to run. Unset leaves the Deployment's
+	// replicas to others (an HPA on the Deployment); the Deployment then
+	// starts with 1.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// EnableService asks for a Service in front of the pods.
 	EnableService *bool `json:"enable_service,omitempty"`

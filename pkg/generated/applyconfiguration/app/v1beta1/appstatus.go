@@ -24,6 +24,9 @@ type AppStatusApplyConfiguration struct {
 	// AvailableReplicas is the number of those pods that have been ready for
 	// at least the Deployment's minReadySeconds.
 	AvailableReplicas *int32 `json:"availableReplicas,omitempty"`
+	// Selector is the label selector of the App's pods, in string form:
+	// the scale subresource's selector, which an HPA reads metrics by.
+	Selector *string `json:"selector,omitempty"`
 	// URL is where the App can be reached; empty while it cannot be.
 	URL *string `json:"url,omitempty"`
 	// Conditions are the latest observations of the App's state, one per type.
@@ -65,6 +68,14 @@ func (b *AppStatusApplyConfiguration) WithReadyReplicas(value int32) *AppStatusA
 // If called multiple times, the AvailableReplicas field is set to the value of the last call.
 func (b *AppStatusApplyConfiguration) WithAvailableReplicas(value int32) *AppStatusApplyConfiguration {
 	b.AvailableReplicas = &value
+	return b
+}
+
+// WithSelector sets the Selector field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Selector field is set to the value of the last call.
+func (b *AppStatusApplyConfiguration) WithSelector(value string) *AppStatusApplyConfiguration {
+	b.Selector = &value
 	return b
 }
 
