@@ -155,7 +155,9 @@ func TestArgoCDTrackingKept(t *testing.T) {
 	serviceWrites := managerWrites(servicesPath(ns), svc.Name)
 
 	ctx := context.Background()
-	trackingID := func(kind, name string) string { return fmt.Sprintf("%s:%s/%s:%s/%s", argoLabelValue, "apps", kind, ns, name) }
+	trackingID := func(kind, name string) string {
+		return fmt.Sprintf("%s:%s/%s:%s/%s", argoLabelValue, "apps", kind, ns, name)
+	}
 	mark := func(kind, name string) []byte {
 		return fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q},"annotations":{%q:%q}}}`, argoLabel, argoLabelValue, argoAnnotation, trackingID(kind, name))
 	}

@@ -2,6 +2,7 @@ package coexistence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
@@ -47,26 +47,58 @@ func crdClient(t *testing.T) versioned.Interface {
 	return c
 }
 
+// pollInterval is how often conditions are checked.
+const pollInterval = 100 * time.Millisecond
+
+// callTimeout bounds one check's requests, so that a slow API server does
+// not stall a poll; the check's error then says so.
+const callTimeout = 10 * time.Second
+
 // eventually polls cond until it holds, failing the test after timeout with
 // what and cond's last error, which should say what was seen instead.
 func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	framework.Eventually(t, timeout, what, cond)
+	if err := poll(timeout, cond); err != nil {
+		t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+	}
 }
 
-// holds polls check for the whole window and fails the test at the first
+// poll calls cond until it holds or d passes, and returns its last error
+// (or that it did not hold). Each call gets a context of its own, so that
+// the deadline never shows up as the last error in place of what was seen.
+func poll(d time.Duration, cond func(ctx context.Context) (bool, error)) error {
+	deadline := time.Now().Add(d)
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	var last error
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		ok, err := cond(ctx)
+		cancel()
+		if ok {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		if time.Now().After(deadline) {
+			if last == nil {
+				last = errors.New("condition not met")
+			}
+			return last
+		}
+		<-ticker.C
+	}
+}
+
+// holds checks for the whole window and fails the test at the first
 // error, which says what changed.
 func holds(t *testing.T, what string, check func(ctx context.Context) error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), window)
-	defer cancel()
 	var failure error
-	_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		if err := check(ctx); err != nil && ctx.Err() == nil {
-			failure = err
-			return true, nil
-		}
-		return false, nil
+	_ = poll(window, func(ctx context.Context) (bool, error) {
+		failure = check(ctx)
+		return failure != nil, nil
 	})
 	if failure != nil {
 		t.Fatalf("%s did not hold for %s: %v", what, window, failure)
