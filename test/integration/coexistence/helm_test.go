@@ -3,15 +3,11 @@ package coexistence
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -68,43 +64,19 @@ func TestHelmReleaseOfTheSameName(t *testing.T) {
 	available(t, ns, helm.Name, 2)
 	available(t, ns, appDeployment.Name, 2)
 
-	// Once both sets of pods run, the Service's ready endpoints are exactly
-	// the App's pods, and stay so.
-	routesOnlyToApp := func(ctx context.Context) (bool, error) {
-		appIPs, err := podIPsOf(ctx, ns, appDeployment.UID)
-		if err != nil {
-			return false, err
-		}
-		helmIPs, err := podIPsOf(ctx, ns, helm.UID)
-		if err != nil {
-			return false, err
-		}
-		routed, err := endpointIPs(ctx, ns, svc.Name)
-		if err != nil {
-			return false, err
-		}
-		for _, ip := range routed {
-			if slices.Contains(helmIPs, ip) {
-				return false, misrouted{fmt.Errorf("the App's Service %s routes to %s, a pod of the Helm release (Service endpoints %v, App pods %v, Helm pods %v)",
-					svc.Name, ip, routed, appIPs, helmIPs)}
-			}
-		}
-		if len(appIPs) != 2 || len(helmIPs) != 2 || !sameSet(routed, appIPs) {
-			return false, fmt.Errorf("Service endpoints %v, App pods %v, Helm pods %v", routed, appIPs, helmIPs)
-		}
-		return true, nil
+	// Once both sets of pods run, the Service's endpoints are exactly the
+	// App's pods, and stay so.
+	routing := func(ctx context.Context) error {
+		return routesOnlyTo(ctx, ns, svc.Name, appDeployment.UID, helm.UID)
 	}
-	eventually(t, "the App's Service to route to the App's two pods", func(ctx context.Context) (bool, error) {
-		ok, err := routesOnlyToApp(ctx)
+	eventually(t, "the App's Service to route to the App's pods", func(ctx context.Context) (bool, error) {
+		err := routing(ctx)
 		if errors.As(err, new(misrouted)) {
 			t.Fatal(err) // final: no need to wait for the deadline
 		}
-		return ok, err
+		return err == nil, err
 	})
-	holds(t, "routing to the App's pods only", func(ctx context.Context) error {
-		_, err := routesOnlyToApp(ctx)
-		return err
-	})
+	holds(t, "routing to the App's pods only", routing)
 
 	// Each Deployment controls its own ReplicaSets, each ReplicaSet its own
 	// pods, and the counts are what each owner asked for.
@@ -141,59 +113,4 @@ func TestHelmReleaseOfTheSameName(t *testing.T) {
 	if n := managerWrites(deploymentsPath(ns), helm.Name); n != 0 {
 		t.Errorf("the manager wrote %d times to the Helm release's Deployment", n)
 	}
-}
-
-// misrouted is a routing failure, which is final, unlike "not yet".
-type misrouted struct{ error }
-
-// podIPsOf lists the IPs of the Running pods whose ReplicaSet the
-// Deployment deployment controls.
-func podIPsOf(ctx context.Context, ns string, deployment types.UID) ([]string, error) {
-	sets, err := cp.Client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var mine []types.UID
-	for i := range sets.Items {
-		if controlledBy(&sets.Items[i], deployment) {
-			mine = append(mine, sets.Items[i].UID)
-		}
-	}
-	pods, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var ips []string
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		ref := metav1.GetControllerOf(pod)
-		if ref != nil && slices.Contains(mine, ref.UID) && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" {
-			ips = append(ips, pod.Status.PodIP)
-		}
-	}
-	return ips, nil
-}
-
-// endpointIPs lists the addresses of the Service's EndpointSlices.
-func endpointIPs(ctx context.Context, ns, service string) ([]string, error) {
-	slices, err := cp.Client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
-		LabelSelector: discoveryv1.LabelServiceName + "=" + service})
-	if err != nil {
-		return nil, err
-	}
-	var ips []string
-	for _, s := range slices.Items {
-		for _, e := range s.Endpoints {
-			ips = append(ips, e.Addresses...)
-		}
-	}
-	return ips, nil
-}
-
-// sameSet holds when a and b hold the same strings.
-func sameSet(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(a, b)
 }

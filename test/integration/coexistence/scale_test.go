@@ -41,7 +41,10 @@ func TestHPAScalesApp(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return app.Status.Replicas == maxReplicas, errorf("status.replicas %d", app.Status.Replicas)
+		if app.Status.Replicas != maxReplicas {
+			return false, errorf("status.replicas %d", app.Status.Replicas)
+		}
+		return true, nil
 	})
 
 	settled := reconciled(t, ns, "scaled")
