@@ -92,12 +92,17 @@ func poll(d time.Duration, cond func(ctx context.Context) (bool, error)) error {
 }
 
 // holds checks for the whole window and fails the test at the first
-// error, which says what changed.
+// violation (an error of errorf, or misrouted), which says what changed.
+// Other errors, such as a request that timed out, are no evidence either
+// way and are retried.
 func holds(t *testing.T, what string, check func(ctx context.Context) error) {
 	t.Helper()
 	var failure error
 	_ = poll(window, func(ctx context.Context) (bool, error) {
-		failure = check(ctx)
+		err := check(ctx)
+		if errors.As(err, new(violation)) || errors.As(err, new(misrouted)) {
+			failure = err
+		}
 		return failure != nil, nil
 	})
 	if failure != nil {
@@ -254,5 +259,9 @@ func deploymentsPath(ns string) string { return "/apis/apps/v1/namespaces/" + ns
 // servicesPath is the collection path of Services in ns.
 func servicesPath(ns string) string { return "/api/v1/namespaces/" + ns + "/services" }
 
-// errorf is fmt.Errorf, for conditions' reasons.
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+// violation is what a check saw instead of what it wants.
+type violation struct{ error }
+
+// errorf is fmt.Errorf for what a check saw instead of what it wants, as
+// opposed to an error that kept it from looking.
+func errorf(format string, args ...any) error { return violation{fmt.Errorf(format, args...)} }

@@ -34,7 +34,7 @@ func routesOnlyTo(ctx context.Context, ns, service string, mine, other types.UID
 		}
 	}
 	if len(own) == 0 || !sameSet(routed, own) {
-		return fmt.Errorf("Service %s: endpoints %v, own pods %v, other pods %v", service, routed, own, foreign)
+		return errorf("Service %s: endpoints %v, own pods %v, other pods %v", service, routed, own, foreign)
 	}
 	return nil
 }
