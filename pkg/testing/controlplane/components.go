@@ -102,14 +102,14 @@ func (cp *ControlPlane) apiserverReady(ctx context.Context) error {
 // It is ready once its serviceaccount controller has created default/default.
 func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 	build := func() (component, error) {
-		return component{name: controllerManagerName, path: cp.bins.controllerManager, args: []string{
+		return component{name: controllerManagerName, path: cp.bins.controllerManager, args: append([]string{
 			"--kubeconfig=" + cp.KubeconfigPath,
 			"--leader-elect=false",
 			"--controllers=*",
 			"--service-account-private-key-file=" + cp.saKey,
 			"--use-service-account-credentials=false",
 			"--secure-port=0",
-		}}, nil
+		}, cp.opts.ControllerManagerArgs...)}, nil
 	}
 	ready := func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, cp.probe.Timeout)

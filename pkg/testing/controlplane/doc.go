@@ -10,6 +10,10 @@
 // ControlPlane.Stop; they are also started with a parent-death signal, so a
 // test binary that crashes or is killed does not leak daemons.
 //
+// Options.ControllerManagerArgs adds kube-controller-manager flags (e.g. a
+// quick HPA sync); subpackage podmetrics stands in for metrics-server, so
+// that its HPA controller scales on metrics a test decides.
+//
 // A TestMain that needs a control plane is three lines:
 //
 //	var cp *controlplane.ControlPlane

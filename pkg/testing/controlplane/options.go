@@ -37,6 +37,10 @@ type Options struct {
 	// ControllerManager also runs kube-controller-manager with all controllers
 	// (garbage collector, deployment, replicaset, serviceaccount, ...).
 	ControllerManager bool
+	// ControllerManagerArgs are extra kube-controller-manager flags, added
+	// after this package's own so that they win over them, e.g.
+	// --horizontal-pod-autoscaler-sync-period=1s for a quick HPA.
+	ControllerManagerArgs []string
 	// Scheduler also runs kube-scheduler.
 	Scheduler bool
 	// Kwok also runs kwok, which fakes the kubelets of Nodes annotated

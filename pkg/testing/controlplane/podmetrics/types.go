@@ -1,0 +1,59 @@
+package podmetrics
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The wire form of metrics.k8s.io/v1beta1, written out here so that the
+// module does not depend on k8s.io/metrics for a test stand-in.
+
+// Group and Version are the API the stand-in serves.
+const (
+	Group   = "metrics.k8s.io"
+	Version = "v1beta1"
+)
+
+var groupVersion = Group + "/" + Version
+
+// podMetrics is a metrics.k8s.io/v1beta1 PodMetrics.
+type podMetrics struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Timestamp         metav1.Time        `json:"timestamp"`
+	Window            metav1.Duration    `json:"window"`
+	Containers        []containerMetrics `json:"containers"`
+}
+
+// containerMetrics is one container's usage in a PodMetrics.
+type containerMetrics struct {
+	Name  string              `json:"name"`
+	Usage corev1.ResourceList `json:"usage"`
+}
+
+// podMetricsList is a metrics.k8s.io/v1beta1 PodMetricsList.
+type podMetricsList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []podMetrics `json:"items"`
+}
+
+// discovery documents of the group.
+var (
+	groupVersionForDiscovery = metav1.GroupVersionForDiscovery{GroupVersion: groupVersion, Version: Version}
+	apiGroup                 = metav1.APIGroup{
+		TypeMeta:         metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"},
+		Name:             Group,
+		Versions:         []metav1.GroupVersionForDiscovery{groupVersionForDiscovery},
+		PreferredVersion: groupVersionForDiscovery,
+	}
+	apiGroupList = metav1.APIGroupList{
+		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
+		Groups:   []metav1.APIGroup{apiGroup},
+	}
+	apiResourceList = metav1.APIResourceList{
+		TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+		GroupVersion: groupVersion,
+		APIResources: []metav1.APIResource{{Name: "pods", Namespaced: true, Kind: "PodMetrics", Verbs: metav1.Verbs{"get", "list"}}},
+	}
+)
