@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -19,8 +20,13 @@ import (
 
 // Validator is the Pipeline validating webhook. The CRD's CEL rules say the
 // same about the storage, so that it holds with the webhook off; the webhook
-// adds field paths, clearer messages and the warnings.
-type Validator struct{}
+// adds field paths, clearer messages and the warnings. It also refuses what
+// the manager's allowlists forbid, which the controller refuses too.
+type Validator struct {
+	// AllowedNFS and AllowedImages are the controller's Options of the same
+	// names, validated.
+	AllowedNFS, AllowedImages []string
+}
 
 // validatePipeline returns what is wrong with p's model storage, and the
 // warnings for what is tolerated but ignored.
@@ -71,6 +77,33 @@ func validatePipeline(p *pipelinev1beta1.Pipeline) (field.ErrorList, []string) {
 	return errs, warnings
 }
 
+// allowlistErrors refuses an NFS export or a step image the allowlists
+// forbid. An update that keeps the stored export, or an image some stored
+// step already had, is not refused for it, so that a Pipeline stored before
+// the list was set can still be labelled or have its finalizers removed; the
+// controller refuses it all the same.
+func (v Validator) allowlistErrors(p, old *pipelinev1beta1.Pipeline) field.ErrorList {
+	var errs field.ErrorList
+	ms, csiPath := &p.Spec.ModelStorage, field.NewPath("spec", "modelStorage", "csiParameter")
+	server, share := ms.NFSServer(), ms.NFSShare()
+	keptExport := old != nil && old.Spec.ModelStorage.NFSServer() == server && old.Spec.ModelStorage.NFSShare() == share
+	if err := nfsRefusal(v.AllowedNFS, server, share); err != nil && !keptExport && server != "" && share != "" {
+		path := csiPath.Key(pipelinev1beta1.CSIParameterShare)
+		if !serverListed(v.AllowedNFS, server) {
+			path = csiPath.Key(pipelinev1beta1.CSIParameterServer)
+		}
+		errs = append(errs, field.Forbidden(path, err.Error()))
+	}
+	for i, step := range p.Spec.Steps {
+		err := imageRefusal(v.AllowedImages, step.Image)
+		if err == nil || (old != nil && slices.ContainsFunc(old.Spec.Steps, func(s pipelinev1beta1.PipelineStep) bool { return s.Image == step.Image })) {
+			continue
+		}
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "steps").Index(i).Child("image"), err.Error()))
+	}
+	return errs
+}
+
 // decodePipeline reads a Pipeline of either version from an admission
 // request, as v1beta1.
 func decodePipeline(raw []byte) (*pipelinev1beta1.Pipeline, error) {
@@ -93,10 +126,10 @@ func decodePipeline(raw []byte) (*pipelinev1beta1.Pipeline, error) {
 	return nil, fmt.Errorf("not a Pipeline: apiVersion %q, kind %q", meta.APIVersion, meta.Kind)
 }
 
-// Admit rejects a Pipeline whose storage cannot work, or a v1beta1 write of
-// the conversion's annotations, with every reason, and warns about what it
-// ignores.
-func (Validator) Admit(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+// Admit rejects a Pipeline whose storage cannot work, whose NFS export or
+// images the allowlists forbid, or a v1beta1 write of the conversion's
+// annotations, with every reason, and warns about what it ignores.
+func (v Validator) Admit(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return webhook.Allowed()
 	}
@@ -104,15 +137,18 @@ func (Validator) Admit(_ context.Context, req *admissionv1.AdmissionRequest) *ad
 	if err != nil {
 		return webhook.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Pipeline: %w", err))
 	}
+	var old *pipelinev1beta1.Pipeline
+	if req.Operation == admissionv1.Update {
+		if old, err = decodePipeline(req.OldObject.Raw); err != nil {
+			return webhook.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old Pipeline: %w", err))
+		}
+	}
 	errs, warnings := validatePipeline(p)
+	errs = append(errs, v.allowlistErrors(p, old)...)
 	if webhook.RequestVersion(req) == pipelinev1beta1.SchemeGroupVersion.Version {
 		// Through v1 the conversion wrote them; through v1beta1 a user did.
 		var oldAnnotations map[string]string
-		if req.Operation == admissionv1.Update {
-			old, err := decodePipeline(req.OldObject.Raw)
-			if err != nil {
-				return webhook.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old Pipeline: %w", err))
-			}
+		if old != nil {
 			oldAnnotations = old.Annotations
 		}
 		errs = append(errs, webhook.ReservedAnnotationWrites(conversion.ReservedAnnotations.Keys(), p.Annotations, oldAnnotations,

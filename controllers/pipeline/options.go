@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -25,6 +26,15 @@ type Options struct {
 	// controller writes with cluster-wide rights, so without this list
 	// whoever may create a Pipeline could run any image in any namespace.
 	AllowedNamespaces []string
+	// AllowedNFS are the NFS exports a Pipeline's modelStorage may name,
+	// each SERVER (every share) or SERVER:/share/prefix; empty allows every
+	// export. The controller writes the PersistentVolume itself, so without
+	// this list a Pipeline author mounts any export, which PodSecurity
+	// would forbid them as an inline volume.
+	AllowedNFS []string
+	// AllowedImages are the registry or repository prefixes a step's image
+	// must start with, as the kubelet resolves it; empty allows every image.
+	AllowedImages []string
 	// MaxRetries bounds a Pipeline's consecutive failed reconciles before
 	// its key is dropped until an event; 0 is controller.DefaultMaxRetries.
 	// Not a flag: tests lower it to reach the bound quickly.
@@ -45,6 +55,29 @@ func (o *Options) namespaceAllowed(namespace string) bool {
 		}
 	}
 	return false
+}
+
+// refusal says why the controller must write nothing for p, whose children
+// go to namespace, and the Degraded reason; nil when every allowlist lets
+// it through. The first refusal is reported: a namespace, then the
+// storage, then the first forbidden image, so that one fix at a time shows.
+// A forbidden image refuses the whole Pipeline: its steps form one chain,
+// and half a chain serves nothing.
+func (o *Options) refusal(p *pipelinev1beta1.Pipeline, namespace string) (string, error) {
+	if !o.namespaceAllowed(namespace) {
+		return pipelinev1beta1.ReasonNamespaceNotAllowed,
+			fmt.Errorf("namespace %s is not allowed for Pipelines (--pipeline-allowed-namespaces); nothing is created", namespace)
+	}
+	ms := &p.Spec.ModelStorage
+	if err := nfsRefusal(o.AllowedNFS, ms.NFSServer(), ms.NFSShare()); err != nil {
+		return pipelinev1beta1.ReasonStorageNotAllowed, fmt.Errorf("%w; nothing is created", err)
+	}
+	for _, step := range p.Spec.Steps {
+		if err := imageRefusal(o.AllowedImages, step.Image); err != nil {
+			return pipelinev1beta1.ReasonImageNotAllowed, fmt.Errorf("step %s: %w; nothing is created", step.Model, err)
+		}
+	}
+	return "", nil
 }
 
 // DefaultOptions returns the defaults of the flags.
@@ -68,5 +101,8 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("--pipeline-allowed-namespaces: %q is not a valid namespace name: %s", n, strings.Join(errs, "; "))
 		}
 	}
-	return nil
+	if err := validateAllowedNFS(o.AllowedNFS); err != nil {
+		return err
+	}
+	return validateAllowedImages(o.AllowedImages)
 }

@@ -32,8 +32,10 @@ type observed struct {
 	// transient are errors that only say the cache was behind (conflicts,
 	// objects that already exist): retried, never reported in status.
 	transient []error
-	// refused says why nothing was written: the namespace is not allowed.
-	refused error
+	// refused says why nothing was written: the namespace, storage or an
+	// image is not allowed; refusedReason is the matching condition reason.
+	refused       error
+	refusedReason string
 }
 
 type observedStep struct {
@@ -222,7 +224,7 @@ func degradedCondition(obs observed) metav1.Condition {
 	}
 	switch {
 	case obs.refused != nil:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, pipelinev1beta1.ReasonNamespaceNotAllowed, obs.refused.Error()
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, obs.refusedReason, obs.refused.Error()
 		return cond
 	case len(obs.conflicts) > 0:
 		cond.Status, cond.Reason = metav1.ConditionTrue, pipelinev1beta1.ReasonResourceExists

@@ -47,8 +47,13 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	namespace := targetNamespace(p, c.opts.DefaultNamespace)
 	want := desiredChildren(p, namespace)
 	obs := observed{namespace: namespace}
-	if !c.opts.namespaceAllowed(namespace) {
-		return controller.Result{}, c.refuseNamespace(ctx, p, obs, want)
+	if reason, err := c.opts.refusal(p, namespace); err != nil {
+		// Children written before the refusal (the flags changed at a
+		// restart, or the webhook was off) are left as they are: deleting
+		// them would take a serving Pipeline down on a flag change, and the
+		// Warning and Degraded tell the administrator, who decides. Nothing
+		// new is written for it.
+		return controller.Result{}, c.refuse(ctx, p, obs, want, reason, err)
 	}
 	// record sorts a child's error into a conflict, a failure, or a
 	// transient error that is only retried.
@@ -133,27 +138,27 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	return controller.Result{}, errors.Join(errs...)
 }
 
-// refuseNamespace writes nothing but the status of a Pipeline whose
-// spec.namespace is not allowed, and warns once per generation. No retry:
+// refuse writes nothing but the status of a Pipeline that asks for what
+// the manager's flags do not allow, and warns once per generation. No retry:
 // only a new spec (or a restart with other flags) can change the answer.
-func (c *Controller) refuseNamespace(ctx context.Context, p *pipelinev1beta1.Pipeline, obs observed, want children) error {
-	obs.refused = fmt.Errorf("namespace %s is not allowed for Pipelines (--pipeline-allowed-namespaces); nothing is created", obs.namespace)
+func (c *Controller) refuse(ctx context.Context, p *pipelinev1beta1.Pipeline, obs observed, want children, reason string, why error) error {
+	obs.refused, obs.refusedReason = why, reason
 	for i, step := range p.Spec.Steps {
 		obs.steps = append(obs.steps, observedStep{model: step.Model,
 			deploymentName: *want.deployments[i].GetName(), serviceName: *want.services[i].GetName()})
 	}
-	if !refusedAlready(p) {
-		c.recorder.Eventf(p, corev1.EventTypeWarning, pipelinev1beta1.ReasonNamespaceNotAllowed, "%v", obs.refused)
+	if !refusedAlready(p, reason) {
+		c.recorder.Eventf(p, corev1.EventTypeWarning, reason, "%v", why)
 	}
-	klog.FromContext(ctx).V(2).Info("Refusing a Pipeline's namespace", "namespace", obs.namespace)
+	klog.FromContext(ctx).V(2).Info("Refusing a Pipeline", "reason", reason, "namespace", obs.namespace)
 	return c.updateStatus(ctx, p, computeStatus(p, obs, metav1.NewTime(time.Now().Truncate(time.Second))))
 }
 
 // refusedAlready reports whether p's status already says that this
-// generation's namespace is refused.
-func refusedAlready(p *pipelinev1beta1.Pipeline) bool {
+// generation is refused for reason.
+func refusedAlready(p *pipelinev1beta1.Pipeline, reason string) bool {
 	cond := meta.FindStatusCondition(p.Status.Conditions, pipelinev1beta1.ConditionDegraded)
-	return cond != nil && cond.Reason == pipelinev1beta1.ReasonNamespaceNotAllowed && cond.ObservedGeneration == p.Generation
+	return cond != nil && cond.Reason == reason && cond.ObservedGeneration == p.Generation
 }
 
 // ensureNamespace creates the children's namespace when it is missing. It

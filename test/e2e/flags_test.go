@@ -33,6 +33,10 @@ func TestBadFlagsFailInOneLine(t *testing.T) {
 		{[]string{"--standby=lukewarm"}, `--standby must be "warm" or "cold", got "lukewarm"`},
 		{[]string{"--controller-queue=lifo"}, "lifo"},
 		{[]string{"--tls-cert-file=/tmp/x.crt"}, "--tls-cert-file and --tls-private-key-file must be given together"},
+		{[]string{"--pipeline-allowed-nfs=nfs.example.com:/exports/../etc"}, `--pipeline-allowed-nfs: "nfs.example.com:/exports/../etc": the share prefix must not contain ".."`},
+		{[]string{"--pipeline-allowed-nfs=nfs:exports"}, `--pipeline-allowed-nfs: "nfs:exports": "nfs:exports" is not a host name or IP address`},
+		{[]string{"--pipeline-allowed-images=nginx"}, `--pipeline-allowed-images: "nginx" is neither a registry (registry.example.com/) nor a repository`},
+		{[]string{"--pipeline-allowed-images=library/nginx"}, `write "docker.io/library/nginx"`},
 		// Two mistakes at once are both named, still on one line.
 		{[]string{"--kube-api-burst=-1", "--shutdown-timeout=0s"}, "--shutdown-timeout must be positive"},
 		{[]string{"--kubeconfig=" + missing}, "loading --kubeconfig " + missing},

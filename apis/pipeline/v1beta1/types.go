@@ -339,6 +339,12 @@ const (
 	// ReasonNamespaceNotAllowed explains Degraded=True: spec.namespace is not
 	// one the controller may write to (--pipeline-allowed-namespaces).
 	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+	// ReasonStorageNotAllowed explains Degraded=True: modelStorage names an
+	// NFS export outside the manager's --pipeline-allowed-nfs.
+	ReasonStorageNotAllowed = "StorageNotAllowed"
+	// ReasonImageNotAllowed explains Degraded=True: a step's image is
+	// outside the manager's --pipeline-allowed-images.
+	ReasonImageNotAllowed = "ImageNotAllowed"
 	// ReasonReconcileFailed explains Degraded=True: writing a child failed.
 	ReasonReconcileFailed = "ReconcileFailed"
 )

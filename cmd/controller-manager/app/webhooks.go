@@ -52,8 +52,9 @@ func webhookRegistrations() []WebhookRegistration {
 		},
 	}, {
 		Path: webhook.PathValidatePipelines, Name: "pipeline-validation",
-		Admission: func(WebhookContext) (webhook.AdmissionHandler, error) {
-			return pipelinecontroller.Validator{}, nil
+		Admission: func(wc WebhookContext) (webhook.AdmissionHandler, error) {
+			o := wc.Options.Pipeline
+			return pipelinecontroller.Validator{AllowedNFS: o.AllowedNFS, AllowedImages: o.AllowedImages}, nil
 		},
 	}, {
 		Path: webhook.PathConvertPipelines, Name: "pipeline-conversion",

@@ -6,8 +6,23 @@ import (
 	"github.com/ndsl/controller-manager/pkg/webhook"
 )
 
+// pathValidatePipelinesAllowlist serves the Pipeline validator with the
+// allowlists of TestPipelineAllowlistAdmission; only that test's
+// configuration, which selects its labelled Pipelines, points at it, so the
+// other tests see the manager's default of no allowlist.
+const pathValidatePipelinesAllowlist = "/test-validate-pipelines-allowlist"
+
+// The allowlists the allowlist webhook enforces, as --pipeline-allowed-nfs
+// and --pipeline-allowed-images would give them.
+var (
+	allowlistNFS    = []string{"192.168.20.235:/home/aiedge"}
+	allowlistImages = []string{"docker.io/library/nginx"}
+)
+
 // registerPipelineWebhooks adds the Pipeline webhooks.
 func registerPipelineWebhooks(s *webhook.Server) {
 	s.HandleAdmission(webhook.PathValidatePipelines, "pipeline-validation", pipelinecontroller.Validator{})
 	s.HandleConversion(webhook.PathConvertPipelines, "pipeline-conversion", pipelineconversion.Converter{})
+	s.HandleAdmission(pathValidatePipelinesAllowlist, "pipeline-validation-allowlist",
+		pipelinecontroller.Validator{AllowedNFS: allowlistNFS, AllowedImages: allowlistImages})
 }

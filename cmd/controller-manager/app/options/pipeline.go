@@ -14,4 +14,13 @@ func bindPipelineFlags(o *pipeline.Options, fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.AllowedNamespaces, "pipeline-allowed-namespaces", o.AllowedNamespaces,
 		"Namespaces besides --pipeline-namespace that a Pipeline's spec.namespace may name; \"*\" allows any. "+
 			"A Pipeline naming another namespace gets no children, Degraded=True with reason NamespaceNotAllowed and a Warning event.")
+	fs.StringSliceVar(&o.AllowedNFS, "pipeline-allowed-nfs", o.AllowedNFS,
+		"NFS exports a Pipeline's modelStorage may name, each SERVER (any share) or SERVER:/share/prefix (that path and below); "+
+			"comma-separated or repeated. Empty allows every export; set it in production. A Pipeline naming another export is refused "+
+			"by the validating webhook and gets no children, Degraded=True with reason StorageNotAllowed and a Warning event.")
+	fs.StringSliceVar(&o.AllowedImages, "pipeline-allowed-images", o.AllowedImages,
+		"Registry (registry.example.com/) or repository (docker.io/library/nginx) prefixes every step image must start with, "+
+			"once normalised as the kubelet resolves it (nginx:latest is docker.io/library/nginx:latest); comma-separated or repeated. "+
+			"Empty allows every image. A Pipeline with another image is refused by the validating webhook and gets no children, "+
+			"Degraded=True with reason ImageNotAllowed and a Warning event.")
 }

@@ -1,0 +1,54 @@
+package options
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// The allowlist flags take comma-separated or repeated values, default to
+// empty (everything allowed), and refuse values that cannot mean what the
+// administrator wrote.
+func TestPipelineAllowlistFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args               []string
+		wantNFS, wantImage []string
+		wantErr            string // a substring; empty: valid
+	}{
+		{args: nil},
+		{args: []string{"--pipeline-allowed-nfs=192.168.20.235:/home/aiedge,nfs.example.com"},
+			wantNFS: []string{"192.168.20.235:/home/aiedge", "nfs.example.com"}},
+		{args: []string{"--pipeline-allowed-nfs=a.example.com:/x", "--pipeline-allowed-nfs=fd00::1:/exports"},
+			wantNFS: []string{"a.example.com:/x", "fd00::1:/exports"}},
+		{args: []string{"--pipeline-allowed-images=registry.example.com/,docker.io/library/nginx"},
+			wantImage: []string{"registry.example.com/", "docker.io/library/nginx"}},
+		{args: []string{"--pipeline-allowed-nfs=:/exports"}, wantErr: `--pipeline-allowed-nfs: ":/exports" names no server`},
+		{args: []string{"--pipeline-allowed-nfs=nfs:exports"}, wantErr: `--pipeline-allowed-nfs: "nfs:exports": "nfs:exports" is not a host name or IP address`},
+		{args: []string{"--pipeline-allowed-nfs=nfs/exports"}, wantErr: "is not a host name or IP address"},
+		{args: []string{"--pipeline-allowed-nfs=nfs:/exports/../etc"}, wantErr: `--pipeline-allowed-nfs: "nfs:/exports/../etc": the share prefix must not contain ".."`},
+		{args: []string{"--pipeline-allowed-images=nginx"}, wantErr: `--pipeline-allowed-images: "nginx" is neither a registry`},
+		{args: []string{"--pipeline-allowed-images=library/nginx"}, wantErr: `--pipeline-allowed-images: "library/nginx" is not written as the kubelet resolves it; write "docker.io/library/nginx"`},
+		{args: []string{"--pipeline-allowed-images=docker.io/Library/"}, wantErr: `--pipeline-allowed-images: "docker.io/Library/" is not a repository prefix`},
+		{args: []string{"--pipeline-allowed-images=docker.io/library/nginx:1.27"}, wantErr: `write "docker.io/library/nginx"`},
+	} {
+		o := NewOptions()
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		AddAll(fs, o.Flags(nil, nil))
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		err := o.Validate()
+		switch {
+		case tc.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.wantErr)
+			}
+		case err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case !slices.Equal(o.Pipeline.AllowedNFS, tc.wantNFS) || !slices.Equal(o.Pipeline.AllowedImages, tc.wantImage):
+			t.Errorf("%v: AllowedNFS %q, AllowedImages %q; want %q, %q", tc.args, o.Pipeline.AllowedNFS, o.Pipeline.AllowedImages, tc.wantNFS, tc.wantImage)
+		}
+	}
+}
