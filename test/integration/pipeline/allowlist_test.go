@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,4 +128,94 @@ func checkRefused(t *testing.T, e *env, name, reason, msg string) {
 	} else if !strings.Contains(events.Items[0].Message, msg) {
 		t.Errorf("Pipeline %s: event message %q, want it to contain %q", name, events.Items[0].Message, msg)
 	}
+}
+
+// A Pipeline that converged before --pipeline-allowed-nfs excluded its
+// export keeps its children after the restart that sets the list: the
+// controller writes nothing but its status, Degraded with
+// StorageNotAllowed, and one Warning event. Moving it to an allowed export,
+// a spec change, lets it converge again.
+func TestStorageRefusedAfterARestartKeepsChildren(t *testing.T) {
+	const name = "nfs-restart"
+	ctx := context.Background()
+	if err := cp.CreateFakeNodes(ctx, "nfs-restart-node"); err != nil {
+		t.Fatal(err)
+	}
+	e := setup(t, nil)
+	ns := framework.CreateNamespace(t, e.kube)
+	e.create(newPipeline(name, ns, step("a", "nfs-restart-node")))
+	e.ready(name)
+	before := childNames(t, e, name)
+	if err := e.m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	const allowed = "10.1.1.1"
+	cfg, writes := framework.CountWrites(cp.Config)
+	e = setupWithConfig(t, cfg, func(o *options.Options) { o.Pipeline.AllowedNFS = []string{allowed} })
+	checkRefused := func() {
+		t.Helper()
+		p := e.waitCondition(name, pipelinev1beta1.ConditionDegraded, metav1.ConditionTrue, "allowed (--pipeline-allowed-nfs): "+allowed)
+		if c := conditionOf(p, pipelinev1beta1.ConditionDegraded); c.Reason != pipelinev1beta1.ReasonStorageNotAllowed {
+			t.Errorf("Degraded reason = %q, want %q", c.Reason, pipelinev1beta1.ReasonStorageNotAllowed)
+		}
+	}
+	checkRefused()
+	waitWarning(t, e, name, pipelinev1beta1.ReasonStorageNotAllowed)
+	framework.Eventually(t, timeout, "the manager's queues to drain", func(context.Context) (bool, error) { return e.m.QueuesEmpty() })
+	for req, n := range writes.ByRequest() {
+		if !strings.HasSuffix(req, "/pipelines/"+name+"/status") && !strings.Contains(req, "/events") {
+			t.Errorf("the restarted manager wrote %d× %s; want only the status and the event", n, req)
+		}
+	}
+	if after := childNames(t, e, name); !slices.Equal(after, before) {
+		t.Errorf("children after the refusal %q, want those from before %q, untouched", after, before)
+	}
+
+	e.update(name, func(p *pipelinev1beta1.Pipeline) { p.Spec.ModelStorage.CSIParameter["server"] = allowed })
+	e.ready(name)
+}
+
+// childNames lists the kind and name of every child of Pipeline name that
+// is not being deleted, sorted.
+func childNames(t *testing.T, e *env, name string) []string {
+	t.Helper()
+	ctx := context.Background()
+	opts := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{pipeline.LabelPipeline: name}).String()}
+	var names []string
+	add := func(kind string, obj metav1.Object) {
+		if obj.GetDeletionTimestamp() == nil {
+			names = append(names, kind+"/"+obj.GetNamespace()+"/"+obj.GetName())
+		}
+	}
+	volumes, err := e.kube.CoreV1().PersistentVolumes().List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range volumes.Items {
+		add("PersistentVolume", &volumes.Items[i])
+	}
+	claims, err := e.kube.CoreV1().PersistentVolumeClaims("").List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range claims.Items {
+		add("PersistentVolumeClaim", &claims.Items[i])
+	}
+	deployments, err := e.kube.AppsV1().Deployments("").List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range deployments.Items {
+		add("Deployment", &deployments.Items[i])
+	}
+	services, err := e.kube.CoreV1().Services("").List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range services.Items {
+		add("Service", &services.Items[i])
+	}
+	slices.Sort(names)
+	return names
 }
