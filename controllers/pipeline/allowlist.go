@@ -42,10 +42,23 @@ func parseNFSExport(entry string) (nfsExport, error) {
 // validServer reports whether server is an IP address (IPv6 with or without
 // brackets) or a DNS name.
 func validServer(server string) bool {
-	if net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(server, "["), "]")) != nil {
+	if net.ParseIP(unbracketed(server)) != nil {
 		return true
 	}
 	return len(validation.IsDNS1123Subdomain(strings.ToLower(server))) == 0
+}
+
+// sameServer compares host names without case and IPv6 addresses with or
+// without brackets.
+func sameServer(a, b string) bool {
+	return strings.EqualFold(unbracketed(a), unbracketed(b))
+}
+
+func unbracketed(server string) string {
+	if strings.HasPrefix(server, "[") && strings.HasSuffix(server, "]") {
+		return server[1 : len(server)-1]
+	}
+	return server
 }
 
 // hasDotDot reports whether p has a ".." segment.
@@ -59,11 +72,11 @@ func hasDotDot(p string) bool {
 }
 
 // allows reports whether the export covers share on server: the same server
-// (host names compare without case) and the share at or below the prefix, on
+// (see sameServer) and the share at or below the prefix, on
 // path-segment boundaries. A share with ".." is never allowed: the server,
 // not this check, would resolve it.
 func (e nfsExport) allows(server, share string) bool {
-	if !strings.EqualFold(e.server, server) || !strings.HasPrefix(share, "/") || hasDotDot(share) {
+	if !sameServer(e.server, server) || !strings.HasPrefix(share, "/") || hasDotDot(share) {
 		return false
 	}
 	share = path.Clean(share)
@@ -99,7 +112,7 @@ func nfsRefusal(allowed []string, server, share string) error {
 // that a refusal can point at the share rather than the server.
 func serverListed(allowed []string, server string) bool {
 	for _, entry := range allowed {
-		if e, err := parseNFSExport(entry); err == nil && strings.EqualFold(e.server, server) {
+		if e, err := parseNFSExport(entry); err == nil && sameServer(e.server, server) {
 			return true
 		}
 	}

@@ -32,6 +32,8 @@ func TestNFSAllowlist(t *testing.T) {
 		{allowed: allowed, server: "nfs.example.com.evil", share: "/x"},
 		{allowed: allowed, server: "fd00::1", share: "/exports/models/x", want: true},
 		{allowed: allowed, server: "fd00::1", share: "/exports/modelsx"},
+		{allowed: allowed, server: "[fd00::1]", share: "/exports/models", want: true},
+		{allowed: []string{"[fd00::2]:/x"}, server: "fd00::2", share: "/x/y", want: true},
 		{allowed: allowed, server: "root.example.com", share: "/", want: true},
 		{allowed: allowed, server: "root.example.com", share: "/srv", want: true},
 		{allowed: allowed, server: "", share: "/home/aiedge"},
