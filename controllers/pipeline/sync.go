@@ -45,7 +45,7 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	}
 
 	namespace := targetNamespace(p, c.opts.DefaultNamespace)
-	want := desiredChildren(p, namespace)
+	want := desiredChildren(p, namespace, c.podSecurityLevel(namespace))
 	obs := observed{namespace: namespace}
 	if !c.opts.namespaceAllowed(namespace) {
 		return controller.Result{}, c.refuseNamespace(ctx, p, obs, want)

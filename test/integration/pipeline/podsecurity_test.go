@@ -10,11 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/controllers/pipeline"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
 // enforceLabel is PodSecurity admission's namespace label.
-const enforceLabel = "pod-security.kubernetes.io/enforce"
+const enforceLabel = pipeline.PodSecurityEnforceLabel
 
 // A step's pods carry no API token and pass PodSecurity: in a namespace
 // enforcing restricted and in one enforcing baseline, a pod made from the
@@ -60,6 +62,17 @@ func TestStepPodsFollowTheNamespaceEnforceLabel(t *testing.T) {
 	})
 	checkSecurityContext(t, d, true)
 	dryRunStepPod(t, e, d)
+}
+
+// --pipeline-pod-security=restricted makes the step pods restricted in a
+// namespace that enforces nothing.
+func TestPodSecurityFlagRestricted(t *testing.T) {
+	e := setup(t, func(o *options.Options) { o.Pipeline.PodSecurity = pipeline.PodSecurityRestricted })
+	ns := framework.CreateNamespace(t, e.kube)
+	p := e.create(newPipeline("pss-flag", ns, step("m", "pss-node")))
+	d := e.waitStepDeployment(ns, stepName(p.Name, "m"), func(*appsv1.Deployment) bool { return true })
+	checkNoToken(t, d)
+	checkSecurityContext(t, d, true)
 }
 
 // podSecurityNamespace is a new namespace enforcing level.
