@@ -7,9 +7,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/controllers/pipeline"
 	"github.com/ndsl/controller-manager/test/integration/framework"
@@ -42,7 +44,8 @@ func TestStepPodsPassPodSecurity(t *testing.T) {
 }
 
 // Labelling a Pipeline's namespace restricted after its steps exist turns
-// the steps' pods restricted: the namespace's enforce label is watched.
+// the steps' pods restricted, and removing the label turns them back: the
+// namespace's enforce label is watched.
 func TestStepPodsFollowTheNamespaceEnforceLabel(t *testing.T) {
 	e := setup(t, nil)
 	ctx := context.Background()
@@ -62,6 +65,18 @@ func TestStepPodsFollowTheNamespaceEnforceLabel(t *testing.T) {
 	})
 	checkSecurityContext(t, d, true)
 	dryRunStepPod(t, e, d)
+
+	// Unlabelled again, the step goes back to the image's user: the fields
+	// only restricted sets were the manager's alone, so apply drops them.
+	patch = []byte(`{"metadata":{"labels":{"` + enforceLabel + `":null}}}`)
+	if _, err := e.kube.CoreV1().Namespaces().Patch(ctx, ns, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d = e.waitStepDeployment(ns, d.Name, func(d *appsv1.Deployment) bool {
+		sc := d.Spec.Template.Spec.SecurityContext
+		return sc != nil && sc.RunAsNonRoot == nil
+	})
+	checkSecurityContext(t, d, false)
 }
 
 // --pipeline-pod-security=restricted makes the step pods restricted in a
@@ -73,6 +88,27 @@ func TestPodSecurityFlagRestricted(t *testing.T) {
 	d := e.waitStepDeployment(ns, stepName(p.Name, "m"), func(*appsv1.Deployment) bool { return true })
 	checkNoToken(t, d)
 	checkSecurityContext(t, d, true)
+}
+
+// Pods the API server refuses never exist, so their Deployment's
+// ReplicaFailure condition is the only place that says why: StepsReady
+// repeats it. A quota of no pods stands in for any admission refusal.
+func TestStepsReadySaysWhyPodsAreRefused(t *testing.T) {
+	e := setup(t, nil)
+	ns := framework.CreateNamespace(t, e.kube)
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-pods"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}},
+	}
+	if _, err := e.kube.CoreV1().ResourceQuotas(ns).Create(context.Background(), quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := e.create(newPipeline("pss-refused", ns, step("m", "pss-node")))
+	e.waitCondition(p.Name, pipelinev1beta1.ConditionStepsReady, metav1.ConditionFalse, "0/1 replicas ready: pods")
+	got := conditionOf(e.get(p.Name), pipelinev1beta1.ConditionStepsReady).Message
+	if !strings.Contains(got, "exceeded quota") {
+		t.Errorf("StepsReady message %q does not say the quota refused the pods", got)
+	}
 }
 
 // podSecurityNamespace is a new namespace enforcing level.
