@@ -82,14 +82,15 @@ func targetNamespace(p *pipelinev1beta1.Pipeline, defaultNamespace string) strin
 	return defaultNamespace
 }
 
-// desiredChildren is every child the Pipeline asks for, in namespace.
-func desiredChildren(p *pipelinev1beta1.Pipeline, namespace string) children {
+// desiredChildren is every child the Pipeline asks for, in namespace, its
+// step pods at level.
+func desiredChildren(p *pipelinev1beta1.Pipeline, namespace string, level PodSecurityLevel) children {
 	c := children{
 		volume: desiredPersistentVolume(p, namespace),
 		claim:  desiredPersistentVolumeClaim(p, namespace),
 	}
 	for i := range p.Spec.Steps {
-		c.deployments = append(c.deployments, desiredDeployment(p, namespace, i))
+		c.deployments = append(c.deployments, desiredDeployment(p, namespace, i, level))
 		c.services = append(c.services, desiredService(p, namespace, i))
 	}
 	return c
@@ -149,8 +150,10 @@ func desiredPersistentVolumeClaim(p *pipelinev1beta1.Pipeline, namespace string)
 }
 
 // desiredDeployment runs step i (0-based) on the step's nodes, with the model
-// volume at /data and the address of the next step in DST.
-func desiredDeployment(p *pipelinev1beta1.Pipeline, namespace string, i int) *appsv1ac.DeploymentApplyConfiguration {
+// volume at /data and the address of the next step in DST, its pods built
+// to pass PodSecurity level. They get no API token: a model server needs
+// no access to the API server.
+func desiredDeployment(p *pipelinev1beta1.Pipeline, namespace string, i int, level PodSecurityLevel) *appsv1ac.DeploymentApplyConfiguration {
 	step := p.Spec.Steps[i]
 	name := StepName(p.Name, step.Model)
 	labels := stepLabels(p, i)
@@ -168,6 +171,8 @@ func desiredDeployment(p *pipelinev1beta1.Pipeline, namespace string, i int) *ap
 	env = append(env, corev1ac.EnvVar().WithName(EnvDST).WithValue(fmt.Sprintf("%s.%s.svc:%d", StepName(p.Name, next.Model), namespace, port)))
 
 	pod := corev1ac.PodSpec().
+		WithAutomountServiceAccountToken(false).
+		WithSecurityContext(podSecurityContext(level)).
 		WithVolumes(corev1ac.Volume().
 			WithName(volumeName).
 			WithPersistentVolumeClaim(corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(storageName(p, namespace)))).
@@ -177,7 +182,8 @@ func desiredDeployment(p *pipelinev1beta1.Pipeline, namespace string, i int) *ap
 			WithArgs(containerArgs(step.Args)...).
 			WithEnv(env...).
 			WithPorts(corev1ac.ContainerPort().WithName(portName).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP)).
-			WithVolumeMounts(corev1ac.VolumeMount().WithName(volumeName).WithMountPath(ModelMountPath)))
+			WithVolumeMounts(corev1ac.VolumeMount().WithName(volumeName).WithMountPath(ModelMountPath)).
+			WithSecurityContext(containerSecurityContext(level)))
 	if affinity := nodeAffinity(stepLocations(step)); affinity != nil {
 		pod.WithAffinity(affinity)
 	}
@@ -403,10 +409,11 @@ func shortHash(s string) string {
 
 // DesiredChildren returns the objects the controller creates for p in
 // namespace: the model-storage volume and claim, and per step (in step
-// order) a Deployment and a Service. The scale benchmark's raw measurement
-// creates exactly these.
+// order) a Deployment and a Service, with the default flags in a namespace
+// not enforcing restricted. The scale benchmark's raw measurement creates
+// exactly these.
 func DesiredChildren(p *pipelinev1beta1.Pipeline, namespace string) (*corev1.PersistentVolume, *corev1.PersistentVolumeClaim, []*appsv1.Deployment, []*corev1.Service) {
-	c := desiredChildren(p, namespace)
+	c := desiredChildren(p, namespace, PodSecurityBaseline)
 	deployments := make([]*appsv1.Deployment, len(c.deployments))
 	services := make([]*corev1.Service, len(c.services))
 	for i := range c.deployments {

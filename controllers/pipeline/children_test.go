@@ -128,7 +128,7 @@ func TestDesiredDeployments(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(p)
 			}
-			d := mustTyped[appsv1.Deployment](desiredDeployment(p, "ns", tc.step))
+			d := mustTyped[appsv1.Deployment](desiredDeployment(p, "ns", tc.step, PodSecurityBaseline))
 			if d.Name != tc.wantName || d.Namespace != "ns" {
 				t.Errorf("name = %s/%s, want ns/%s", d.Namespace, d.Name, tc.wantName)
 			}
@@ -206,7 +206,7 @@ func TestDesiredService(t *testing.T) {
 	p := samplePipeline()
 	p.Spec.ListenPort = 7000
 	s := mustTyped[corev1.Service](desiredService(p, "ns", 1))
-	d := mustTyped[appsv1.Deployment](desiredDeployment(p, "ns", 1))
+	d := mustTyped[appsv1.Deployment](desiredDeployment(p, "ns", 1, PodSecurityBaseline))
 	if s.Name != d.Name || s.Namespace != "ns" {
 		t.Errorf("Service %s/%s, want the Deployment's name %s", s.Namespace, s.Name, d.Name)
 	}

@@ -182,6 +182,10 @@ func NewController(
 	if err := c.Handle(namespaces.Informer(), namespaceHandler); err != nil {
 		return nil, err
 	}
+	// A namespace turning restricted (or back) changes the step pods.
+	if err := c.Handle(namespaces.Informer(), namespaceEnforceHandler(c.Queue, c.pipelinesInNamespace)); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 

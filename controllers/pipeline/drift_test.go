@@ -32,7 +32,9 @@ func serverDefaultedDeployment(d *appsv1.Deployment) *appsv1.Deployment {
 	pod.DNSPolicy = corev1.DNSClusterFirst
 	pod.SchedulerName = corev1.DefaultSchedulerName
 	pod.TerminationGracePeriodSeconds = ptr.To[int64](30)
-	pod.SecurityContext = &corev1.PodSecurityContext{}
+	if pod.SecurityContext == nil {
+		pod.SecurityContext = &corev1.PodSecurityContext{}
+	}
 	live.Spec.Template.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": "now"}
 	c := &pod.Containers[0]
 	c.ImagePullPolicy = corev1.PullAlways
@@ -62,7 +64,7 @@ func appliedHash(t *testing.T, desired any) string {
 
 func TestDeploymentDrift(t *testing.T) {
 	p := samplePipeline()
-	desired := desiredDeployment(p, "ns", 0)
+	desired := desiredDeployment(p, "ns", 0, PodSecurityBaseline)
 	live := serverDefaultedDeployment(mustTyped[appsv1.Deployment](desired))
 	if !upToDate(t, desired, live) {
 		t.Fatal("server defaults and others' labels and annotations counted as drift")
@@ -102,7 +104,7 @@ func TestDeploymentDrift(t *testing.T) {
 	reordered.Spec.Steps[0], reordered.Spec.Steps[1] = reordered.Spec.Steps[1], reordered.Spec.Steps[0]
 	reordered.Spec.Steps[1].Location = ""
 	reordered.Spec.Steps[1].Image = "nginx:1.27"
-	want := desiredDeployment(reordered, "ns", 1)
+	want := desiredDeployment(reordered, "ns", 1, PodSecurityBaseline)
 	if *want.GetName() != *desired.GetName() {
 		t.Fatalf("reordering renamed the step: %s -> %s", *desired.GetName(), *want.GetName())
 	}
@@ -120,7 +122,7 @@ func TestDeploymentDrift(t *testing.T) {
 	}
 	unpinned := samplePipeline()
 	unpinned.Spec.Steps[0].Location = ""
-	if appliedHash(t, desiredDeployment(unpinned, "ns", 0)) == appliedHash(t, desired) {
+	if appliedHash(t, desiredDeployment(unpinned, "ns", 0, PodSecurityBaseline)) == appliedHash(t, desired) {
 		t.Error("losing its locations does not change what the step is applied with: the affinity would stay")
 	}
 }

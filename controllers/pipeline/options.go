@@ -35,6 +35,10 @@ type Options struct {
 	// AllowedImages are the registry or repository prefixes a step's image
 	// must start with, as the kubelet resolves it; empty allows every image.
 	AllowedImages []string
+	// PodSecurity is the least PodSecurity level step pods are built for;
+	// a namespace enforcing restricted gets restricted anyway. Empty is
+	// baseline.
+	PodSecurity PodSecurityLevel
 	// MaxRetries bounds a Pipeline's consecutive failed reconciles before
 	// its key is dropped until an event; 0 is controller.DefaultMaxRetries.
 	// Not a flag: tests lower it to reach the bound quickly.
@@ -82,7 +86,7 @@ func (o *Options) refusal(p *pipelinev1beta1.Pipeline, namespace string) (string
 
 // DefaultOptions returns the defaults of the flags.
 func DefaultOptions() Options {
-	return Options{Workers: 5, DefaultNamespace: "pipeline"}
+	return Options{Workers: 5, DefaultNamespace: "pipeline", PodSecurity: PodSecurityBaseline}
 }
 
 // Validate checks the options.
@@ -92,6 +96,9 @@ func (o *Options) Validate() error {
 	}
 	if errs := validation.IsDNS1123Label(o.DefaultNamespace); len(errs) > 0 {
 		return fmt.Errorf("--pipeline-namespace %q is not a valid namespace name: %s", o.DefaultNamespace, strings.Join(errs, "; "))
+	}
+	if err := validatePodSecurity(o.PodSecurity); err != nil {
+		return err
 	}
 	for _, n := range o.AllowedNamespaces {
 		if n == AnyNamespace {

@@ -163,6 +163,11 @@ func stepsCondition(obs observed) metav1.Condition {
 			problem = deployment + " is being deleted"
 		case !deploymentReady(d):
 			problem = fmt.Sprintf("%d/%d replicas ready", d.Status.ReadyReplicas, ptr.Deref(d.Spec.Replicas, 1))
+			// Pods the API server refuses (PodSecurity, a quota) never show
+			// up; the Deployment says why.
+			if c := replicaFailure(d); c != "" {
+				problem += ": " + c
+			}
 		case s.service == nil:
 			// The previous step's DST names it: without it the chain is broken.
 			problem = absent(fmt.Sprintf("Service %s/%s", obs.namespace, s.serviceName), s.serviceErr)
@@ -208,6 +213,17 @@ func absent(what string, err error) string {
 
 // deploymentReady reports whether a Deployment has rolled out its current
 // spec and all its replicas are ready, as kubectl rollout status decides.
+// replicaFailure is the message of the Deployment's ReplicaFailure
+// condition, empty unless it is True.
+func replicaFailure(d *appsv1.Deployment) string {
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
+			return c.Message
+		}
+	}
+	return ""
+}
+
 func deploymentReady(d *appsv1.Deployment) bool {
 	want := ptr.Deref(d.Spec.Replicas, 1)
 	s := d.Status

@@ -138,6 +138,17 @@ func TestComputeStatus(t *testing.T) {
 			"StepsReady": {"False", "not this Pipeline's: create Service ns/x: exceeded quota"},
 		},
 	}, {
+		name: "pods refused by PodSecurity admission",
+		change: func(obs *observed) {
+			d := deploymentWith(1, 0)
+			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue,
+				Reason: "FailedCreate", Message: `pods "x-" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true`}}
+			obs.steps[0].deployment = d
+		},
+		want: map[string][2]string{
+			"StepsReady": {"False", `step 1 (facedetection-1): 0/1 replicas ready: pods "x-" is forbidden: violates PodSecurity "restricted:latest"`},
+		},
+	}, {
 		name:   "rollout in progress",
 		change: func(obs *observed) { obs.steps[0].deployment.Generation = 3 },
 		want:   map[string][2]string{"StepsReady": {"False", "step 1 (facedetection-1): 1/1 replicas ready"}},

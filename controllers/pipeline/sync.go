@@ -45,7 +45,7 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	}
 
 	namespace := targetNamespace(p, c.opts.DefaultNamespace)
-	want := desiredChildren(p, namespace)
+	want := desiredChildren(p, namespace, c.podSecurityLevel(namespace))
 	obs := observed{namespace: namespace}
 	if reason, err := c.opts.refusal(p, namespace); err != nil {
 		// Children written before the refusal (the flags changed at a

@@ -27,6 +27,9 @@ E2E_FLAGS="${E2E_FLAGS:--count=1 -timeout 20m -v}"
 VERSION="${VERSION:-v0.1.0-e2e}"
 IMG="${IMG:-controller-manager:e2e}"
 WEB_IMG=ndsl-e2e/web:v1
+# The same web command as a non-root user, for step pods under PodSecurity
+# restricted (runAsNonRoot refuses an image without a non-root USER).
+WEB_NONROOT_IMG=ndsl-e2e/web:v1-nonroot
 NFS_IMG=ndsl-e2e/nfs-stand-in:v1
 CONTROLPLANE_BIN_DIR="${CONTROLPLANE_BIN_DIR:-$ROOT/hack/bin}"
 KUBECONFIG_FILE="$ARTIFACTS/kubeconfig"
@@ -86,13 +89,14 @@ node_image() {
   fi
 }
 
-# scratch_image TAG DIR: a one-binary image of the Go command in DIR (its
-# own module or this one's).
+# scratch_image TAG DIR [USER]: a one-binary image of the Go command in DIR
+# (its own module or this one's), running as USER if given (else root).
 scratch_image() {
   local ctx
   ctx=$(mktemp -d)
   (cd "$2" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$ctx/cmd" .)
   printf 'FROM scratch\nCOPY cmd /cmd\nENTRYPOINT ["/cmd"]\n' >"$ctx/Dockerfile"
+  [[ -z ${3:-} ]] || printf 'USER %s\n' "$3" >>"$ctx/Dockerfile"
   docker build -q -t "$1" "$ctx" >/dev/null 2>&1
   rm -rf "$ctx"
 }
@@ -102,6 +106,7 @@ workload_images() {
   # compile from scratch inside Docker.
   PREBUILT=1 hack/image/build.sh "$IMG" "${LDFLAGS:--s -w}"
   scratch_image "$WEB_IMG" test/e2e/images/web
+  scratch_image "$WEB_NONROOT_IMG" test/e2e/images/web 65532:65532
   scratch_image "$NFS_IMG" test/e2e/images/nfs-stand-in
 }
 
@@ -179,7 +184,7 @@ create_cluster() {
 stage "cluster create" create_cluster
 
 deploy() {
-  "$KIND" load docker-image "$IMG" "$WEB_IMG" "$NFS_IMG" --name "$KIND_CLUSTER"
+  "$KIND" load docker-image "$IMG" "$WEB_IMG" "$WEB_NONROOT_IMG" "$NFS_IMG" --name "$KIND_CLUSTER"
   # kind has no NFS server: the Pipeline samples' volumes get node-local
   # directories from a stand-in for the NFS CSI driver.
   k apply -f test/e2e/images/nfs-stand-in/deploy.yaml
@@ -203,7 +208,7 @@ suite() {
   local rc=0
   # shellcheck disable=SC2086 # E2E_FLAGS are flags, one per word
   KUBECONFIG="$KUBECONFIG_FILE" E2E_USE_EXISTING_CLUSTER=true E2E_MANAGER=deployment \
-    E2E_ARTIFACTS="$ARTIFACTS" E2E_WORKLOAD_IMAGE="$WEB_IMG" E2E_NFS_STAND_IN=true \
+    E2E_ARTIFACTS="$ARTIFACTS" E2E_WORKLOAD_IMAGE="$WEB_IMG" E2E_NONROOT_WORKLOAD_IMAGE="$WEB_NONROOT_IMG" E2E_NFS_STAND_IN=true \
     go test $E2E_FLAGS ./test/e2e 2>&1 | tee "$ARTIFACTS/suite.log" || rc=$?
   collect
   return $rc

@@ -134,6 +134,7 @@ func (o *Options) Flags(allControllers, disabledByDefault []string) cliflag.Name
 
 	bindIngressFlags(&o.Ingress, fss.FlagSet("ingress controller"))
 	bindPipelineFlags(&o.Pipeline, fss.FlagSet("pipeline controller"))
+	bindPipelinePodSecurityFlags(&o.Pipeline, fss.FlagSet("pipeline controller"))
 	bindCleanupFlags(&o.Cleanup, fss.FlagSet("cleanup controller"))
 	bindAppFlags(&o.App, fss.FlagSet("app controller"))
 	bindAppAdmissionFlags(&o.AppAdmission, fss.FlagSet("app webhooks"))

@@ -24,3 +24,11 @@ func bindPipelineFlags(o *pipeline.Options, fs *pflag.FlagSet) {
 			"Empty allows every image. A Pipeline with another image is refused by the validating webhook and gets no children, "+
 			"Degraded=True with reason ImageNotAllowed and a Warning event.")
 }
+
+// bindPipelinePodSecurityFlags binds the step pods' PodSecurity level.
+func bindPipelinePodSecurityFlags(o *pipeline.Options, fs *pflag.FlagSet) {
+	fs.StringVar((*string)(&o.PodSecurity), "pipeline-pod-security", string(o.PodSecurity),
+		"PodSecurity level step pods are built to pass: \"baseline\" (seccomp RuntimeDefault, no privilege escalation, the image's own user, root included) "+
+			"or \"restricted\" (also runAsNonRoot and every capability dropped: images must run as a non-root numeric USER). "+
+			"A namespace labelled pod-security.kubernetes.io/enforce=restricted always gets restricted step pods. Step pods never mount a ServiceAccount token.")
+}

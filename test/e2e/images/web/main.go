@@ -4,7 +4,9 @@
 //	web                      serve every path with the host name on port 80
 //	                         (an App's default), 8080 and $LISTEN_PORT (a
 //	                         Pipeline step's); arguments are ignored, as a
-//	                         Pipeline passes a step's args to its image
+//	                         Pipeline passes a step's args to its image.
+//	                         With $LISTEN_PORT only that port must be
+//	                         served: a non-root user may not bind port 80
 //	web get URL [TOKENFILE]  GET URL once, with the token in TOKENFILE as
 //	                         bearer if given; print "status N", or
 //	                         "error: ..." if the request failed. HTTPS is
@@ -50,6 +52,7 @@ func serve() {
 		}
 		ports = append(ports, p)
 	}
+	listen := os.Getenv("LISTEN_PORT")
 	errs := make(chan error)
 	seen := map[string]bool{}
 	for _, p := range ports {
@@ -57,7 +60,17 @@ func serve() {
 			continue
 		}
 		seen[p] = true
-		go func() { errs <- http.ListenAndServe(":"+p, handler) }()
+		go func() {
+			err := http.ListenAndServe(":"+p, handler)
+			// A Pipeline step needs only $LISTEN_PORT: run as non-root
+			// without NET_BIND_SERVICE (PodSecurity restricted), port 80
+			// may be refused, and that is no reason to stop.
+			if listen != "" && p != listen {
+				log.Printf("web: not serving on port %s: %v", p, err)
+				return
+			}
+			errs <- err
+		}()
 	}
 	log.Printf("web: serving on ports %v", ports)
 	log.Fatal(<-errs)
