@@ -154,31 +154,52 @@ func sign(tmpl, parent *x509.Certificate, pub crypto.PublicKey, signer crypto.Si
 	return &keyPair{certPEM: certPEM, keyPEM: keyPEM, cert: cert, key: parsed.(crypto.Signer)}, nil
 }
 
-// coversNames tells whether cert is valid for exactly names.
+// coversNames tells whether cert is valid for every one of names; more
+// names are fine (another replica may need them).
 func coversNames(cert *x509.Certificate, names []string) bool {
-	want := map[string]bool{}
-	for _, n := range names {
-		if ip := net.ParseIP(n); ip != nil {
-			n = ip.String()
-		}
-		want[n] = true
-	}
 	got := map[string]bool{}
-	for _, n := range cert.DNSNames {
+	for _, n := range certNames(cert) {
 		got[n] = true
 	}
-	for _, ip := range cert.IPAddresses {
-		got[ip.String()] = true
-	}
-	if len(got) != len(want) {
-		return false
-	}
-	for n := range want {
-		if !got[n] {
+	for _, n := range names {
+		if !got[canonicalName(n)] {
 			return false
 		}
 	}
 	return true
+}
+
+// certNames are the DNS names and IP addresses cert is valid for, in its
+// order.
+func certNames(cert *x509.Certificate) []string {
+	out := append([]string(nil), cert.DNSNames...)
+	for _, ip := range cert.IPAddresses {
+		out = append(out, ip.String())
+	}
+	return out
+}
+
+// unionNames is want followed by every name of have it lacks, each once;
+// want goes first so that the common name stays the replica's own.
+func unionNames(have, want []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range append(append([]string(nil), want...), have...) {
+		if c := canonicalName(n); !seen[c] {
+			seen[c] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// canonicalName writes an IP address as net.IP.String does, so 127.0.0.1
+// and ::ffff:127.0.0.1 compare equal; DNS names are kept as they are.
+func canonicalName(n string) string {
+	if ip := net.ParseIP(n); ip != nil {
+		return ip.String()
+	}
+	return n
 }
 
 // signedBy tells whether cert verifies against ca alone.

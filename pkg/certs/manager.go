@@ -12,6 +12,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -65,7 +66,8 @@ type target struct {
 	kind, name string
 	informer   cache.SharedIndexInformer
 	bundles    func(runtime.Object) []*[]byte
-	update     func(context.Context, runtime.Object) error
+	// apply writes bundle and the owner marker, and nothing else.
+	apply func(ctx context.Context, obj runtime.Object, bundle []byte, owner string) error
 }
 
 // NewManager builds a Manager; Run starts it.
@@ -79,6 +81,7 @@ func NewManager(kube kubernetes.Interface, crds apiextensionsclient.Interface, o
 	if opts.Resync <= 0 {
 		opts.Resync = 10 * time.Minute
 	}
+	RegisterMetrics()
 	m := &Manager{
 		opts:    opts,
 		kube:    kube,
@@ -118,9 +121,8 @@ func NewManager(kube kubernetes.Interface, crds apiextensionsclient.Interface, o
 			bundles: func(o runtime.Object) []*[]byte {
 				return mutatingBundles(o.(*admissionregistrationv1.MutatingWebhookConfiguration))
 			},
-			update: func(ctx context.Context, o runtime.Object) error {
-				_, err := admission.MutatingWebhookConfigurations().Update(ctx, o.(*admissionregistrationv1.MutatingWebhookConfiguration), metav1.UpdateOptions{FieldManager: fieldManager})
-				return err
+			apply: func(ctx context.Context, o runtime.Object, bundle []byte, owner string) error {
+				return applyMutatingBundle(ctx, kube, o.(*admissionregistrationv1.MutatingWebhookConfiguration), bundle, owner)
 			},
 		})
 	}
@@ -137,9 +139,8 @@ func NewManager(kube kubernetes.Interface, crds apiextensionsclient.Interface, o
 			bundles: func(o runtime.Object) []*[]byte {
 				return validatingBundles(o.(*admissionregistrationv1.ValidatingWebhookConfiguration))
 			},
-			update: func(ctx context.Context, o runtime.Object) error {
-				_, err := admission.ValidatingWebhookConfigurations().Update(ctx, o.(*admissionregistrationv1.ValidatingWebhookConfiguration), metav1.UpdateOptions{FieldManager: fieldManager})
-				return err
+			apply: func(ctx context.Context, o runtime.Object, bundle []byte, owner string) error {
+				return applyValidatingBundle(ctx, kube, o.(*admissionregistrationv1.ValidatingWebhookConfiguration), bundle, owner)
 			},
 		})
 	}
@@ -156,9 +157,8 @@ func NewManager(kube kubernetes.Interface, crds apiextensionsclient.Interface, o
 			bundles: func(o runtime.Object) []*[]byte {
 				return crdBundles(o.(*apiextensionsv1.CustomResourceDefinition))
 			},
-			update: func(ctx context.Context, o runtime.Object) error {
-				_, err := crds.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, o.(*apiextensionsv1.CustomResourceDefinition), metav1.UpdateOptions{FieldManager: fieldManager})
-				return err
+			apply: func(ctx context.Context, o runtime.Object, bundle []byte, owner string) error {
+				return applyCRDBundle(ctx, crds, o.(*apiextensionsv1.CustomResourceDefinition), bundle, owner)
 			},
 		})
 	}
@@ -275,6 +275,7 @@ func (m *Manager) sync(ctx context.Context) (time.Duration, error) {
 	if m.content.Set(secret.Data[TLSCertKey], secret.Data[TLSKeyKey]) {
 		logger.Info("Loaded the webhook serving certificate", "secret", klog.KObj(secret), "resourceVersion", secret.ResourceVersion)
 	}
+	recordExpiry(secret.Data)
 	var errs []error
 	for _, t := range m.targets {
 		if err := m.inject(ctx, t, secret.Data[CABundleKey]); err != nil {
@@ -366,24 +367,46 @@ func (m *Manager) trusted(ca *x509.Certificate) bool {
 	return true
 }
 
-// inject sets the target's bundles to bundle when they differ.
+// owner is what the marker on a target says of this install.
+func (m *Manager) owner() string { return m.opts.Namespace + "/" + m.opts.SecretName }
+
+// inject sets the target's bundles to bundle when they differ, unless
+// another install owns them: then it reports the conflict and writes
+// nothing, so two installs never fight over a cluster-scoped caBundle.
 func (m *Manager) inject(ctx context.Context, t *target, bundle []byte) error {
 	if !t.informer.HasSynced() {
 		return nil
 	}
 	obj, exists, err := t.informer.GetStore().GetByKey(t.name)
 	if err != nil || !exists {
+		caBundleConflict.WithLabelValues(t.kind, t.name).Set(0)
 		return err // a target not installed (yet) is not an error; its creation triggers a sync
 	}
-	if !needsBundle(t.bundles(obj.(runtime.Object)), bundle) {
+	if len(t.bundles(obj.(runtime.Object))) == 0 {
+		caBundleConflict.WithLabelValues(t.kind, t.name).Set(0)
+		return nil // no webhook to trust us (a CRD without a conversion webhook)
+	}
+	meta, err := apimeta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	owner := meta.GetAnnotations()[CABundleOwnerAnnotation]
+	if owner != "" && owner != m.owner() {
+		caBundleConflict.WithLabelValues(t.kind, t.name).Set(1)
+		// Not retried with backoff: the owner's change is an event of this
+		// target, which brings the sync back.
+		klog.FromContext(ctx).Error(nil, "Another install owns the caBundle; not writing it. Configure each install with its own webhook configurations and CRDs, or remove the annotation to hand it over",
+			"kind", t.kind, "name", t.name, "annotation", CABundleOwnerAnnotation, "owner", owner, "self", m.owner())
 		return nil
 	}
-	update := obj.(runtime.Object).DeepCopyObject()
-	setBundle(t.bundles(update), bundle)
-	if err := t.update(ctx, update); err != nil {
-		return fmt.Errorf("setting the caBundle of %s %s: %w", t.kind, t.name, err)
+	caBundleConflict.WithLabelValues(t.kind, t.name).Set(0)
+	if owner == m.owner() && !needsBundle(t.bundles(obj.(runtime.Object)), bundle) {
+		return nil
 	}
-	klog.FromContext(ctx).Info("Set the caBundle", "kind", t.kind, "name", t.name)
+	if err := t.apply(ctx, obj.(runtime.Object), bundle, m.owner()); err != nil {
+		return fmt.Errorf("applying the caBundle of %s %s: %w", t.kind, t.name, err)
+	}
+	klog.FromContext(ctx).Info("Set the caBundle", "kind", t.kind, "name", t.name, "owner", m.owner())
 	return nil
 }
 

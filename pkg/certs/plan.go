@@ -106,19 +106,24 @@ func (p Policy) Plan(now time.Time, data map[string][]byte, trusted TrustFunc) (
 
 	leaf, leafErr := parseKeyPair(data[TLSCertKey], data[TLSKeyKey])
 	var renew string
+	names := p.Names
 	switch {
 	case leafErr != nil:
 		renew = "serving certificate unusable: " + leafErr.Error()
 	case !signedBy(leaf.cert, ca.cert):
 		renew = "serving certificate not signed by the current CA"
 	case !coversNames(leaf.cert, p.Names):
-		renew = "serving certificate names changed"
+		// Keep the names another replica needs (a rolling upgrade that
+		// changes the names runs both kinds at once), so that replicas
+		// converge on one certificate instead of replacing each other's.
+		renew = "serving certificate lacks names"
+		names = unionNames(certNames(leaf.cert), p.Names)
 	case !now.Before(fraction(leaf.cert, 2, 3)):
 		renew = "serving certificate due for renewal"
 	}
 	if renew != "" {
 		var err error
-		if leaf, err = newServingCert(ca, p.Names, now, p.CertValidity); err != nil {
+		if leaf, err = newServingCert(ca, names, now, p.CertValidity); err != nil {
 			return nil, nil, err
 		}
 		changes = append(changes, renew)

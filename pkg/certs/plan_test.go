@@ -231,3 +231,33 @@ func TestPolicyValidate(t *testing.T) {
 		t.Error("empty policy accepted")
 	}
 }
+
+// Two replicas whose names differ converge on one certificate covering both:
+// a certificate with more names than a replica's is good enough for it, and
+// a replica that lacks names adds them to the ones already there.
+func TestPlanNamesConverge(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := Policy{Names: []string{"svc.ns.svc", "127.0.0.1"}, CAValidity: time.Hour, CertValidity: 30 * time.Minute}
+	b := a
+	b.Names = []string{"svc.ns.svc", "extra.example"}
+	data, _ := mustPlan(t, a, now, nil, always)
+	data, changes := mustPlan(t, b, now, data, always)
+	if len(changes) == 0 {
+		t.Fatal("b's missing name was not added")
+	}
+	leaf, err := parseKeyPair(data[TLSCertKey], data[TLSKeyKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := certNames(leaf.cert); !coversNames(leaf.cert, a.Names) || !coversNames(leaf.cert, b.Names) {
+		t.Fatalf("certificate names %v do not cover both %v and %v", got, a.Names, b.Names)
+	}
+	if leaf.cert.Subject.CommonName != "svc.ns.svc" {
+		t.Errorf("common name %q, want the replica's first name", leaf.cert.Subject.CommonName)
+	}
+	for _, p := range []Policy{a, b} {
+		if _, changes := mustPlan(t, p, now, data, always); len(changes) != 0 {
+			t.Errorf("policy %v rewrites a certificate that covers its names: %v", p.Names, changes)
+		}
+	}
+}

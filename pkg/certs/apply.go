@@ -1,0 +1,57 @@
+package certs
+
+import (
+	"context"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1ac "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	admissionregistrationv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The caBundle is written by server-side apply of the caBundles and the
+// owner marker alone, so every other field (another manager's, or one this
+// client does not know) is left as it is. The resourceVersion read from the
+// cache makes each apply a compare-then-write: the owner check and the list
+// of webhooks it was built from are still true when it lands.
+var applyOptions = metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
+
+func ownerMarker(owner string) map[string]string {
+	return map[string]string{CABundleOwnerAnnotation: owner}
+}
+
+func applyMutatingBundle(ctx context.Context, kube kubernetes.Interface, c *admissionregistrationv1.MutatingWebhookConfiguration, bundle []byte, owner string) error {
+	ac := admissionregistrationv1ac.MutatingWebhookConfiguration(c.Name).
+		WithResourceVersion(c.ResourceVersion).WithAnnotations(ownerMarker(owner))
+	for _, w := range c.Webhooks {
+		ac.WithWebhooks(admissionregistrationv1ac.MutatingWebhook().WithName(w.Name).
+			WithClientConfig(admissionregistrationv1ac.WebhookClientConfig().WithCABundle(bundle...)))
+	}
+	_, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Apply(ctx, ac, applyOptions)
+	return err
+}
+
+func applyValidatingBundle(ctx context.Context, kube kubernetes.Interface, c *admissionregistrationv1.ValidatingWebhookConfiguration, bundle []byte, owner string) error {
+	ac := admissionregistrationv1ac.ValidatingWebhookConfiguration(c.Name).
+		WithResourceVersion(c.ResourceVersion).WithAnnotations(ownerMarker(owner))
+	for _, w := range c.Webhooks {
+		ac.WithWebhooks(admissionregistrationv1ac.ValidatingWebhook().WithName(w.Name).
+			WithClientConfig(admissionregistrationv1ac.WebhookClientConfig().WithCABundle(bundle...)))
+	}
+	_, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Apply(ctx, ac, applyOptions)
+	return err
+}
+
+func applyCRDBundle(ctx context.Context, crds apiextensionsclient.Interface, crd *apiextensionsv1.CustomResourceDefinition, bundle []byte, owner string) error {
+	ac := apiextensionsv1ac.CustomResourceDefinition(crd.Name).
+		WithResourceVersion(crd.ResourceVersion).WithAnnotations(ownerMarker(owner)).
+		WithSpec(apiextensionsv1ac.CustomResourceDefinitionSpec().
+			WithConversion(apiextensionsv1ac.CustomResourceConversion().
+				WithWebhook(apiextensionsv1ac.WebhookConversion().
+					WithClientConfig(apiextensionsv1ac.WebhookClientConfig().WithCABundle(bundle...)))))
+	_, err := crds.ApiextensionsV1().CustomResourceDefinitions().Apply(ctx, ac, applyOptions)
+	return err
+}
