@@ -20,7 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
@@ -59,6 +62,12 @@ type Manager struct {
 	configMaps cache.SharedIndexInformer // nil without Options.CAConfigMap
 	targets    []*target
 	queue      workqueue.TypedRateLimitingInterface[string]
+
+	// recorder reports a caBundle owned by another install as a Warning
+	// Event on this install's Secret; conflicted remembers which targets
+	// were reported, so that an Event marks the start of a conflict only.
+	recorder   record.EventRecorder
+	conflicted map[string]bool
 }
 
 // target is one object whose caBundle the manager keeps.
@@ -83,11 +92,12 @@ func NewManager(kube kubernetes.Interface, crds apiextensionsclient.Interface, o
 	}
 	RegisterMetrics()
 	m := &Manager{
-		opts:    opts,
-		kube:    kube,
-		crds:    crds,
-		content: NewServingContent(fmt.Sprintf("secret %s/%s", opts.Namespace, opts.SecretName)),
-		now:     time.Now,
+		opts:       opts,
+		kube:       kube,
+		crds:       crds,
+		content:    NewServingContent(fmt.Sprintf("secret %s/%s", opts.Namespace, opts.SecretName)),
+		now:        time.Now,
+		conflicted: map[string]bool{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "webhook-certificates"}),
@@ -221,6 +231,11 @@ func (m *Manager) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting webhook certificate management", "secret", m.opts.Namespace+"/"+m.opts.SecretName, "names", m.opts.Policy.Names)
 
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	defer broadcaster.Shutdown()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.kube.CoreV1().Events(m.opts.Namespace)})
+	m.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: fieldManager})
+
 	for _, inf := range m.informers() {
 		go inf.RunWithContext(ctx)
 	}
@@ -278,7 +293,7 @@ func (m *Manager) sync(ctx context.Context) (time.Duration, error) {
 	recordExpiry(secret.Data)
 	var errs []error
 	for _, t := range m.targets {
-		if err := m.inject(ctx, t, secret.Data[CABundleKey]); err != nil {
+		if err := m.inject(ctx, t, secret); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -373,7 +388,8 @@ func (m *Manager) owner() string { return m.opts.Namespace + "/" + m.opts.Secret
 // inject sets the target's bundles to bundle when they differ, unless
 // another install owns them: then it reports the conflict and writes
 // nothing, so two installs never fight over a cluster-scoped caBundle.
-func (m *Manager) inject(ctx context.Context, t *target, bundle []byte) error {
+func (m *Manager) inject(ctx context.Context, t *target, secret *corev1.Secret) error {
+	bundle := secret.Data[CABundleKey]
 	if !t.informer.HasSynced() {
 		return nil
 	}
@@ -393,6 +409,11 @@ func (m *Manager) inject(ctx context.Context, t *target, bundle []byte) error {
 	owner := meta.GetAnnotations()[CABundleOwnerAnnotation]
 	if owner != "" && owner != m.owner() {
 		caBundleConflict.WithLabelValues(t.kind, t.name).Set(1)
+		if key := t.kind + "/" + t.name; !m.conflicted[key] {
+			m.conflicted[key] = true
+			m.recorder.Eventf(secret, corev1.EventTypeWarning, "CABundleOwnedElsewhere",
+				"Not setting the caBundle of %s %s: annotation %s says install %s owns it", t.kind, t.name, CABundleOwnerAnnotation, owner)
+		}
 		// Not retried with backoff: the owner's change is an event of this
 		// target, which brings the sync back.
 		klog.FromContext(ctx).Error(nil, "Another install owns the caBundle; not writing it. Configure each install with its own webhook configurations and CRDs, or remove the annotation to hand it over",
@@ -400,6 +421,7 @@ func (m *Manager) inject(ctx context.Context, t *target, bundle []byte) error {
 		return nil
 	}
 	caBundleConflict.WithLabelValues(t.kind, t.name).Set(0)
+	delete(m.conflicted, t.kind+"/"+t.name)
 	if owner == m.owner() && !needsBundle(t.bundles(obj.(runtime.Object)), bundle) {
 		return nil
 	}

@@ -180,6 +180,19 @@ func TestSecondInstallDoesNotTakeOverCABundle(t *testing.T) {
 		}
 		return true, nil
 	})
+	framework.Eventually(t, 30*time.Second, "a Warning Event on the second install's Secret", func(ctx context.Context) (bool, error) {
+		events, err := cp.Client.CoreV1().Events(otherNS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range events.Items {
+			if ev.Type == "Warning" && ev.Reason == "CABundleOwnedElsewhere" && ev.InvolvedObject.Name == secretName &&
+				strings.Contains(ev.Message, e.ns+"/"+secretName) {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("%d events, none a CABundleOwnedElsewhere warning naming %s/%s", len(events.Items), e.ns, secretName)
+	})
 	data, err := e.secret(context.Background())
 	if err != nil {
 		t.Fatal(err)
