@@ -50,7 +50,11 @@ const syncKey = "certificates"
 // targets equal to its bundle. Every replica runs one: writes are
 // compare-then-write with the object's resourceVersion, so replicas that
 // act at once cost a conflict, never a wrong result, and a world that is
-// right costs no writes.
+// right costs no writes. A certificate valid for at least this replica's
+// names is right for it, so replicas whose names differ converge on one
+// certificate valid for all of them. On the targets only the caBundles and
+// the owner marker (CABundleOwnerAnnotation) are written, by server-side
+// apply; a target another install owns is reported, never written.
 type Manager struct {
 	opts    Options
 	kube    kubernetes.Interface
@@ -409,7 +413,7 @@ func (m *Manager) inject(ctx context.Context, t *target, secret *corev1.Secret) 
 	owner := meta.GetAnnotations()[CABundleOwnerAnnotation]
 	if owner != "" && owner != m.owner() {
 		caBundleConflict.WithLabelValues(t.kind, t.name).Set(1)
-		if key := t.kind + "/" + t.name; !m.conflicted[key] {
+		if key := t.kind + "/" + t.name; !m.conflicted[key] && m.recorder != nil {
 			m.conflicted[key] = true
 			m.recorder.Eventf(secret, corev1.EventTypeWarning, "CABundleOwnedElsewhere",
 				"Not setting the caBundle of %s %s: annotation %s says install %s owns it", t.kind, t.name, CABundleOwnerAnnotation, owner)
