@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -38,6 +39,9 @@ type Options struct {
 	// bundle is published (key ca-bundle.crt) for clients that verify the
 	// manager, such as Prometheus; it holds no private key.
 	CAConfigMap string
+	// Writer, when set, elects the one replica that writes; nil means every
+	// replica writes (a single replica, or tests).
+	Writer *WriterElection
 	// Resync re-checks everything this often even when nothing changed; the
 	// schedule and the watches make it a safety net only. Default 10 minutes.
 	Resync time.Duration
@@ -72,6 +76,9 @@ type Manager struct {
 	// were reported, so that an Event marks the start of a conflict only.
 	recorder   record.EventRecorder
 	conflicted map[string]bool
+
+	// writing is the writer Lease's context while this replica holds it.
+	writing atomic.Pointer[context.Context]
 }
 
 // target is one object whose caBundle the manager keeps.
@@ -254,6 +261,9 @@ func (m *Manager) Run(ctx context.Context) {
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, synced...) {
 		return
 	}
+	if m.opts.Writer != nil {
+		go m.runWriterElection(ctx)
+	}
 	m.queue.Add(syncKey)
 	go wait.UntilWithContext(ctx, m.worker, time.Second)
 	<-ctx.Done()
@@ -287,6 +297,37 @@ func (m *Manager) worker(ctx context.Context) {
 func (m *Manager) sync(ctx context.Context) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	now := m.now()
+	writer := m.writerContext(ctx)
+	if writer == nil {
+		return m.serveOnly(ctx), nil
+	}
+	after, err := m.write(klog.NewContext(writer, logger), now)
+	if err != nil && writer.Err() != nil && ctx.Err() == nil {
+		// The Lease was lost mid-write: the next holder carries on.
+		logger.V(2).Info("Lost the webhook certificates' Lease while writing", "err", err)
+		return m.serveOnly(ctx), nil
+	}
+	return after, err
+}
+
+// serveOnly loads the Secret written by the writer, without writing; the
+// Secret's and the Lease's events bring the next sync.
+func (m *Manager) serveOnly(ctx context.Context) time.Duration {
+	obj, exists, err := m.secrets.GetStore().GetByKey(m.opts.Namespace + "/" + m.opts.SecretName)
+	if err == nil && exists {
+		secret := obj.(*corev1.Secret)
+		if m.content.Set(secret.Data[TLSCertKey], secret.Data[TLSKeyKey]) {
+			klog.FromContext(ctx).Info("Loaded the webhook serving certificate", "secret", klog.KObj(secret), "resourceVersion", secret.ResourceVersion)
+		}
+		recordExpiry(secret.Data)
+	}
+	return m.opts.Resync
+}
+
+// write brings the Secret and the bundles up to date and returns when it
+// must run again at the latest.
+func (m *Manager) write(ctx context.Context, now time.Time) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
 	secret, err := m.ensureSecret(ctx, now)
 	if err != nil {
 		return 0, err

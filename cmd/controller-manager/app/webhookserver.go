@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
 	"github.com/ndsl/controller-manager/pkg/certs"
@@ -85,7 +88,12 @@ func (m *Manager) newCertManager() (*certs.Manager, error) {
 		targets.ValidatingWebhookConfigurations = []string{o.ConfigurationName}
 	}
 	targets.CRDs = o.ConversionCRDs
+	writer, err := m.certWriterElection(kube)
+	if err != nil {
+		return nil, err
+	}
 	return certs.NewManager(kube, crds, certs.Options{
+		Writer:     writer,
 		Namespace:  namespace,
 		SecretName: o.SecretName,
 		Policy: certs.Policy{
@@ -96,6 +104,27 @@ func (m *Manager) newCertManager() (*certs.Manager, error) {
 		Targets:     targets,
 		CAConfigMap: o.CAConfigMapName,
 	})
+}
+
+// certWriterElection makes the replica holding the Lease
+// <--leader-elect-resource-name>-certs the only writer of the webhook
+// certificates; without leader election every replica writes.
+func (m *Manager) certWriterElection(kube kubernetes.Interface) (*certs.WriterElection, error) {
+	le := m.opts.LeaderElection
+	if !le.LeaderElect {
+		return nil, nil
+	}
+	hostname, err := os.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("getting hostname for the webhook certificates' Lease identity: %w", err)
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, leaseNamespace(le.ResourceNamespace), le.ResourceName+"-certs",
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: hostname + "_" + string(uuid.NewUUID())})
+	if err != nil {
+		return nil, fmt.Errorf("creating the webhook certificates' Lease lock: %w", err)
+	}
+	return &certs.WriterElection{Lock: lock,
+		LeaseDuration: le.LeaseDuration.Duration, RenewDeadline: le.RenewDeadline.Duration, RetryPeriod: le.RetryPeriod.Duration}, nil
 }
 
 // WebhookAddr is the address the webhook server listens on, nil when off.

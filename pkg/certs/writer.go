@@ -1,0 +1,66 @@
+package certs
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+)
+
+// WriterElection makes one replica at a time the writer of the Secret, the
+// CA ConfigMap and the caBundles: the one holding Lock. Every replica still
+// reads the Secret and serves from it.
+type WriterElection struct {
+	Lock                                      resourcelock.Interface
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// runWriterElection competes for the writer Lease until ctx is done; while
+// this replica holds it, m.writing is a context that dies with the Lease.
+func (m *Manager) runWriterElection(ctx context.Context) {
+	w := m.opts.Writer
+	logger := klog.FromContext(ctx)
+	for ctx.Err() == nil {
+		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:          w.Lock,
+			LeaseDuration: w.LeaseDuration, RenewDeadline: w.RenewDeadline, RetryPeriod: w.RetryPeriod,
+			// A replica shutting down hands the writing over at once.
+			ReleaseOnCancel: true,
+			Name:            "webhook-certificates",
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(leading context.Context) {
+					logger.Info("Writing the webhook certificates: holding their Lease", "lease", w.Lock.Describe())
+					m.writing.Store(&leading)
+					m.queue.Add(syncKey)
+					<-leading.Done()
+				},
+				OnStoppedLeading: func() {
+					m.writing.Store(nil)
+					logger.Info("No longer writing the webhook certificates", "lease", w.Lock.Describe())
+				},
+			},
+		})
+		if err != nil {
+			logger.Error(err, "Cannot elect the webhook certificates' writer; serving only what another replica writes")
+			return
+		}
+		elector.Run(ctx)
+	}
+}
+
+// writerContext is the context writes are made with, nil when this replica
+// must not write: without an election every replica writes (compare-then-
+// write keeps them convergent); with one, only the Lease holder, under a
+// context that dies with the Lease.
+func (m *Manager) writerContext(ctx context.Context) context.Context {
+	if m.opts.Writer == nil {
+		return ctx
+	}
+	leading := m.writing.Load()
+	if leading == nil || (*leading).Err() != nil {
+		return nil
+	}
+	return *leading
+}
