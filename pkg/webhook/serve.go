@@ -25,10 +25,13 @@ type servingCertificates interface {
 type servingState struct {
 	addr net.Addr
 	tls  servingCertificates
+	// stopped is closed once the server has shut down.
+	stopped chan struct{}
 }
 
 // Serve listens on address and serves the webhooks over TLS until ctx is
-// done, with the certificate certs provides. A new certificate (a renewed
+// done, with the certificate certs provides. Requests are served with
+// ctx, so the caller keeps it alive through its lame-duck delay. A new certificate (a renewed
 // one, or the first one when certs starts empty) is used for new
 // connections without a restart. The listener is opened before Serve
 // returns, so a bad address fails startup; until certs holds a certificate,
@@ -57,14 +60,17 @@ func (s *Server) Serve(ctx context.Context, address string, certs dynamiccertifi
 			logger.Error(err, "Webhook server stopped")
 		}
 	}()
+	stopped := make(chan struct{})
 	context.AfterFunc(ctx, func() {
-		// Requests in flight finish; the API server retries new ones on
-		// another replica behind the Service.
+		// Requests in flight finish (the API server's webhook timeout is
+		// at most 30 s, 10 s by default); the caller has stopped routing
+		// new ones here before ctx ends.
+		defer close(stopped)
 		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdownCtx)
 	})
-	s.serving.Store(&servingState{addr: ln.Addr(), tls: served})
+	s.serving.Store(&servingState{addr: ln.Addr(), tls: served, stopped: stopped})
 	logger.Info("Serving webhooks", "address", ln.Addr().String(), "paths", s.Paths(), "certificate", certs.Name())
 	return ln.Addr(), nil
 }
@@ -73,6 +79,15 @@ func (s *Server) Serve(ctx context.Context, address string, certs dynamiccertifi
 func (s *Server) Addr() net.Addr {
 	if st := s.serving.Load(); st != nil {
 		return st.addr
+	}
+	return nil
+}
+
+// Stopped is closed once the server Serve started has shut down; nil
+// before Serve.
+func (s *Server) Stopped() <-chan struct{} {
+	if st := s.serving.Load(); st != nil {
+		return st.stopped
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ func TestBadFlagsFailInOneLine(t *testing.T) {
 	}{
 		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"--shutdown-timeout=soon"}, `invalid argument "soon" for "--shutdown-timeout"`},
+		{[]string{"--shutdown-delay-duration=-1s"}, "--shutdown-delay-duration must not be negative, got -1s"},
 		{[]string{"run"}, `unexpected arguments ["run"]`},
 		{[]string{"--controllers=*,nope"}, `unknown controller "nope" in --controllers`},
 		{[]string{"--kube-api-burst=-1"}, "--kube-api-burst must not be negative"},

@@ -54,6 +54,8 @@ type Manager struct {
 	wrapLock func(resourcelock.Interface) resourcelock.Interface
 	// webhooks serve admission and conversion; nil with --webhooks=false.
 	webhooks *webhooks
+	// lameDuck keeps the servers up, unready, after SIGTERM.
+	lameDuck *lameDuck
 	// extraWebhooks are served beside webhookRegistrations(); tests add theirs.
 	extraWebhooks []WebhookRegistration
 }
@@ -107,6 +109,8 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 	if len(enabled) == 0 && !opts.Webhook.Enabled {
 		return nil, errors.New("nothing to run: no controller is enabled and --webhooks=false")
 	}
+	// The servers outlive ctx (SIGTERM) by the lame-duck delay.
+	m.lameDuck = newLameDuck(ctx, opts.Generic.ShutdownDelay)
 	health := []healthz.HealthChecker{healthz.PingHealthz}
 	switch {
 	case len(enabled) == 0:
@@ -122,12 +126,13 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 		m.electionHealth = leaderelection.NewLeaderHealthzAdaptor(leaderHealthTolerance)
 		health = append(health, m.electionHealth)
 	}
-	var readiness []healthz.HealthChecker
+	readiness := []healthz.HealthChecker{m.lameDuck.check()}
 	if opts.Webhook.Enabled {
-		if m.webhooks, err = m.startWebhooks(ctx); err != nil {
-			return nil, err
+		if m.webhooks, err = m.startWebhooks(m.lameDuck.serving); err != nil {
+			return nil, m.abort(err)
 		}
 		readiness = append(readiness, m.webhooks.server.CertificateCheck())
+		m.lameDuck.stopped = append(m.lameDuck.stopped, m.webhooks.server.Stopped())
 	}
 	if opts.Generic.HTTPAddress != "0" {
 		handler := newHTTPHandler(m.status, health, readiness)
@@ -135,25 +140,33 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 		if opts.Generic.SecureServing {
 			certs, err := servingCertificate(opts.Generic)
 			if err != nil {
-				return nil, err
+				return nil, m.abort(err)
 			}
 			if m.webhooks != nil && m.webhooks.managed != nil && opts.Generic.TLSCertFile == "" {
 				// The manager's own certificate, which names the metrics
 				// Service; the self-signed one until it is loaded.
 				certs = &withFallback{primary: m.webhooks.managed, fallback: certs}
 			}
-			if tlsCfg, err = tlsConfig(ctx, certs); err != nil {
-				return nil, err
+			if tlsCfg, err = tlsConfig(m.lameDuck.serving, certs); err != nil {
+				return nil, m.abort(err)
 			}
 			if handler, err = withDelegatedAuth(handler, m.clientConfig("delegated-auth")); err != nil {
-				return nil, err
+				return nil, m.abort(err)
 			}
 		}
-		if m.listener, err = serveHTTP(ctx, opts.Generic.HTTPAddress, handler, tlsCfg); err != nil {
-			return nil, err
+		var stopped <-chan struct{}
+		if m.listener, stopped, err = serveHTTP(m.lameDuck.serving, opts.Generic.HTTPAddress, handler, tlsCfg); err != nil {
+			return nil, m.abort(err)
 		}
+		m.lameDuck.stopped = append(m.lameDuck.stopped, stopped)
 	}
 	return m, nil
+}
+
+// abort closes what NewManager has started when it fails.
+func (m *Manager) abort(err error) error {
+	m.lameDuck.stop()
+	return err
 }
 
 // HTTPAddr is the address the HTTP server listens on, nil when disabled.
@@ -161,8 +174,16 @@ func (m *Manager) HTTPAddr() net.Addr { return m.listener }
 
 // Run runs the enabled controllers until ctx is done, under leader election
 // when it is on. It returns nil after a clean shutdown and ErrLeaderElectionLost
-// when the lease was lost.
+// when the lease was lost. Either way it returns only after the lame duck:
+// unready, still serving webhooks, for --shutdown-delay-duration since
+// shutdown began, then the servers closed.
 func (m *Manager) Run(ctx context.Context) error {
+	m.lameDuck.started()
+	defer m.lameDuck.finish(ctx)
+	return m.run(ctx)
+}
+
+func (m *Manager) run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	names := make([]string, 0, len(m.enabled))
 	for _, d := range m.enabled {

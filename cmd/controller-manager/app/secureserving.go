@@ -30,7 +30,7 @@ import (
 var authWebhookBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
 
 // probePaths are served to anyone: the kubelet probes them without a token.
-var probePaths = []string{"/healthz", "/livez", "/readyz"}
+var probePaths = []string{"/healthz", "/livez", "/readyz", informerSyncPath}
 
 // withDelegatedAuth protects every path but the probes with the filters and
 // delegating authenticator and authorizer of kube-controller-manager's

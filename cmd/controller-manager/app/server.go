@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
 	"time"
 
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -20,11 +19,12 @@ import (
 
 // newHTTPHandler serves probes, metrics and the debug page. /healthz and
 // /livez run the live checks (ping, and the leader election watchdog when
-// it is on); /readyz runs them too and fails until every informer started so
-// far has synced: a warm standby is ready once its caches have synced, a
-// cold one, which starts none, at once. Every check is
-// also served on its own path (/readyz/informer-sync) and ?verbose lists them.
-// readiness are more checks for /readyz only (the webhook certificate).
+// it is on). /readyz, which the kubelet probes and the webhook Service
+// routes by, runs only ping and readiness: the webhook certificate and the
+// lame duck's shutting-down. The controllers' cache sync has its own
+// check, /readyz/informer-sync, kept out of /readyz: a cold standby or one
+// controller's missing RBAC must not take admission and conversion down.
+// Every check is also served on its own path and ?verbose lists them.
 func newHTTPHandler(status *managerStatus, live, readiness []healthz.HealthChecker) http.Handler {
 	synced := healthz.NamedCheck("informer-sync", func(*http.Request) error {
 		if !status.synced() {
@@ -36,7 +36,8 @@ func newHTTPHandler(status *managerStatus, live, readiness []healthz.HealthCheck
 	mux := http.NewServeMux()
 	healthz.InstallHandler(mux, live...)
 	healthz.InstallLivezHandler(mux, live...)
-	healthz.InstallReadyzHandler(mux, slices.Concat(live, readiness, []healthz.HealthChecker{synced})...)
+	healthz.InstallReadyzHandler(mux, append([]healthz.HealthChecker{healthz.PingHealthz}, readiness...)...)
+	healthz.InstallPathHandler(mux, informerSyncPath, synced)
 	mux.Handle("/metrics", legacyregistry.Handler())
 	mux.HandleFunc("/debug/controllers", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -47,13 +48,18 @@ func newHTTPHandler(status *managerStatus, live, readiness []healthz.HealthCheck
 	return mux
 }
 
+// informerSyncPath reports whether the controllers' informers have synced;
+// it is not part of /readyz.
+const informerSyncPath = "/readyz/informer-sync"
+
 // serveHTTP listens on address and serves handler until ctx is done, over
 // TLS when tlsConfig is set. The listener is opened before it returns, so a
-// bad address fails startup.
-func serveHTTP(ctx context.Context, address string, handler http.Handler, tlsConfig *tls.Config) (net.Addr, error) {
+// bad address fails startup. The channel is closed once the server has shut
+// down.
+func serveHTTP(ctx context.Context, address string, handler http.Handler, tlsConfig *tls.Config) (net.Addr, <-chan struct{}, error) {
 	ln, err := net.Listen("tcp", address)
 	if err != nil {
-		return nil, fmt.Errorf("listening on --http-address %s: %w", address, err)
+		return nil, nil, fmt.Errorf("listening on --http-address %s: %w", address, err)
 	}
 	if tlsConfig != nil {
 		ln = tls.NewListener(ln, tlsConfig)
@@ -65,11 +71,13 @@ func serveHTTP(ctx context.Context, address string, handler http.Handler, tlsCon
 			logger.Error(err, "HTTP server stopped")
 		}
 	}()
+	stopped := make(chan struct{})
 	context.AfterFunc(ctx, func() {
+		defer close(stopped)
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdownCtx)
 	})
 	logger.Info("Serving probes and metrics", "address", ln.Addr().String(), "tls", tlsConfig != nil)
-	return ln.Addr(), nil
+	return ln.Addr(), stopped, nil
 }

@@ -11,19 +11,27 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 )
 
-// The probes' semantics: /readyz fails while started informers have not
+// The probes' semantics: /readyz, which the webhook Service routes by,
+// follows only readiness (the webhook certificate, shutting down) and never
+// the caches; /readyz/informer-sync fails while started informers have not
 // synced and passes with none started (a standby); /healthz and /livez
 // follow the live checks (the leader election watchdog) and ignore caches.
 func TestProbes(t *testing.T) {
 	status := newManagerStatus(nil)
-	var leaseLate atomic.Bool
+	var leaseLate, stopping atomic.Bool
 	watchdog := healthz.NamedCheck("leaderElection", func(*http.Request) error {
 		if leaseLate.Load() {
 			return errors.New("lease not renewed in time")
 		}
 		return nil
 	})
-	h := newHTTPHandler(status, []healthz.HealthChecker{healthz.PingHealthz, watchdog}, nil)
+	shuttingDown := healthz.NamedCheck("shutting-down", func(*http.Request) error {
+		if stopping.Load() {
+			return errors.New("shutting down")
+		}
+		return nil
+	})
+	h := newHTTPHandler(status, []healthz.HealthChecker{healthz.PingHealthz, watchdog}, []healthz.HealthChecker{shuttingDown})
 	get := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -42,25 +50,33 @@ func TestProbes(t *testing.T) {
 		}
 	}
 
-	// A standby has started no informers: ready.
+	// A standby has started no informers: synced.
 	expect("/readyz", 200, "ok")
-	expect("/readyz?verbose", 200, "[+]ping ok", "[+]leaderElection ok", "[+]informer-sync ok")
+	expect("/readyz?verbose", 200, "[+]ping ok", "[+]shutting-down ok")
+	expect("/readyz/informer-sync", 200, "ok")
 
 	status.addUnsynced(2)
-	expect("/readyz", 500, "[-]informer-sync failed")
+	expect("/readyz", 200)
 	expect("/readyz/informer-sync", 500)
+	expect("/readyz/informer-sync?verbose", 500, "[-]informer-sync failed")
 	expect("/healthz", 200)
 	expect("/livez", 200)
 	status.addUnsynced(-1)
-	expect("/readyz", 500, "[-]informer-sync failed")
+	expect("/readyz/informer-sync", 500)
 	status.addUnsynced(-1)
-	expect("/readyz", 200)
 	expect("/readyz/informer-sync", 200)
 
 	leaseLate.Store(true)
-	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
+	for _, p := range []string{"/healthz", "/livez"} {
 		expect(p, 500, "[-]leaderElection failed", "[+]ping ok")
 	}
+	expect("/readyz", 200)
 	expect("/livez/leaderElection", 500)
 	expect("/livez/ping", 200)
+
+	stopping.Store(true)
+	expect("/readyz", 500, "[-]shutting-down failed")
+	expect("/healthz", 500) // the watchdog still, not the shutdown
+	leaseLate.Store(false)
+	expect("/healthz", 200)
 }

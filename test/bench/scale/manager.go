@@ -161,7 +161,7 @@ func (m *inProcessManager) Exited() (bool, error) {
 
 func (m *inProcessManager) LogTail() string { return "(in-process: see this command's log)" }
 
-// waitManagerReady waits until the manager serves /readyz, its caches are
+// waitManagerReady waits until the manager reports its caches
 // synced and, when it leads, its queues are empty and it has written nothing
 // for quietFor: the state before a measurement starts.
 func waitManagerReady(ctx context.Context, m manager, timeout, quietFor time.Duration) error {
@@ -172,9 +172,9 @@ func waitManagerReady(ctx context.Context, m manager, timeout, quietFor time.Dur
 		if exited, err := m.Exited(); exited {
 			return false, fmt.Errorf("manager %s exited (%v); log:\n%s", m.Name(), err, m.LogTail())
 		}
-		status, _, err := httpGet(ctx, m.Base()+"/readyz")
+		status, _, err := httpGet(ctx, m.Base()+"/readyz/informer-sync")
 		if err != nil || status != http.StatusOK {
-			why = fmt.Sprintf("/readyz: %d %v", status, err)
+			why = fmt.Sprintf("/readyz/informer-sync: %d %v", status, err)
 			return false, nil
 		}
 		d, err := getDebug(ctx, m.Base())

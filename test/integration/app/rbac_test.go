@@ -27,8 +27,8 @@ func serviceAccountWithAppRole(t *testing.T) func(ns string) *rest.Config {
 func TestShippedRBACSuffices(t *testing.T) {
 	e := setup(t, serviceAccountWithAppRole(t))
 	ctx := context.Background()
-	framework.Eventually(t, timeout, "/readyz with the ServiceAccount's permissions", func(context.Context) (bool, error) {
-		status, _, err := e.m.Get("/readyz")
+	framework.Eventually(t, timeout, "/readyz/informer-sync with the ServiceAccount's permissions", func(context.Context) (bool, error) {
+		status, _, err := e.m.Get("/readyz/informer-sync")
 		return status == 200, err
 	})
 

@@ -64,7 +64,7 @@ func (e *env) startManagerAs(cfg *rest.Config) {
 		o.Generic.Controllers = []string{appcontroller.ControllerName}
 	})
 	framework.Eventually(e.t, timeout, "the manager to be ready", func(context.Context) (bool, error) {
-		status, _, err := e.m.Get("/readyz")
+		status, _, err := e.m.Get("/readyz/informer-sync")
 		return status == 200, err
 	})
 }

@@ -49,6 +49,7 @@ func StartManagerWith(t testing.TB, cfg *rest.Config, registry app.Registry, mut
 	_, ctx := ktesting.NewTestContext(t)
 	m, err := RunManager(ctx, cfg, registry, func(o *options.Options) {
 		o.Generic.ShutdownTimeout = 10 * time.Second
+		o.Generic.ShutdownDelay = 0 // the lame-duck tests set theirs
 		if mutate != nil {
 			mutate(o)
 		}

@@ -14,27 +14,40 @@ import (
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
-// A manager whose informers cannot list yet is alive but not ready; once it
-// is granted the Ingress controller's ClusterRole from manifests/ (and
-// nothing more) its caches sync, /readyz turns ready and the controller works.
-func TestReadyzWaitsForCachesAndShippedRBACSuffices(t *testing.T) {
+// A manager one of whose controllers cannot list (its RBAC is missing) is
+// alive and, as the webhook Service routes by /readyz, ready: it serves
+// webhooks. Its controllers' caches are reported unsynced on their own
+// check, /readyz/informer-sync. Once it is granted the Ingress controller's
+// ClusterRole from manifests/ (and nothing more) its caches sync and the
+// controller works.
+func TestWebhookReadinessIgnoresUnsyncedControllerAndShippedRBACSuffices(t *testing.T) {
 	ctx := context.Background()
 	client := cp.Client
 	ns := framework.CreateNamespace(t, client)
 	saConfig := framework.ServiceAccount(t, cp, ns)
+	certDir := framework.WriteServingCertificate(t, "127.0.0.1")
 
 	m := framework.StartManager(t, saConfig, func(o *options.Options) {
 		o.Generic.Controllers = []string{ingress.ControllerName}
+		// Webhooks from a mounted certificate: no RBAC for the Secret needed.
+		o.Webhook = options.DefaultWebhookOptions()
+		o.Webhook.Address = "127.0.0.1"
+		o.Webhook.Port = 0
+		o.Webhook.CertDir = certDir
 	})
 	framework.Eventually(t, 10*time.Second, "the manager's HTTP server", func(context.Context) (bool, error) {
 		status, _, err := m.Get("/healthz")
 		return status == 200, err
 	})
-	// Give the informers time to try and fail; the instance stays unready.
+	// Give the informers time to try and fail; the controllers stay unsynced.
 	framework.Eventually(t, 10*time.Second, "a failing informer-sync check", func(context.Context) (bool, error) {
-		status, body, err := m.Get("/readyz")
-		return status == 500 && strings.Contains(body, "informer-sync failed"), err
+		status, _, err := m.Get("/readyz/informer-sync")
+		return status == 500, err
 	})
+	status, body, err := m.Get("/readyz?verbose")
+	if err != nil || status != 200 || !strings.Contains(body, "[+]webhook-certificate ok") {
+		t.Errorf("/readyz while a controller cannot sync = %d %q (%v), want 200 with the webhook certificate check", status, body, err)
+	}
 	if status, _, _ := m.Get("/livez"); status != 200 {
 		t.Errorf("/livez = %d while caches sync, want 200", status)
 	}
@@ -42,8 +55,8 @@ func TestReadyzWaitsForCachesAndShippedRBACSuffices(t *testing.T) {
 	framework.GrantClusterRoles(t, cp, ns, "rbac/ingress-controller.yaml")
 
 	// The reflectors back off up to 30 s between failed lists.
-	framework.Eventually(t, 90*time.Second, "/readyz to turn ready", func(context.Context) (bool, error) {
-		status, _, err := m.Get("/readyz")
+	framework.Eventually(t, 90*time.Second, "/readyz/informer-sync to pass", func(context.Context) (bool, error) {
+		status, _, err := m.Get("/readyz/informer-sync")
 		return status == 200, err
 	})
 

@@ -54,7 +54,7 @@ func TestStandbyTakesOverAReleasedLeaseBeforeItsNextRetry(t *testing.T) {
 			// The election starts once the standby's caches are synced, and
 			// its first try is immediate: it finds the Lease held.
 			framework.Eventually(t, 30*time.Second, "the standby to sync", func(context.Context) (bool, error) {
-				status, _, err := second.Get("/readyz")
+				status, _, err := second.Get("/readyz/informer-sync")
 				return status == 200 && debugStatus(t, second).Synced, err
 			})
 			if err := first.Stop(); err != nil {

@@ -110,8 +110,8 @@ func TestWarmStandbySyncsWithoutWritingAndTakesOverAtOnce(t *testing.T) {
 	})
 
 	standby := framework.StartManager(t, cp.Config, withElection)
-	framework.Eventually(t, 30*time.Second, "the standby's caches to sync and /readyz to pass", func(context.Context) (bool, error) {
-		status, _, err := standby.Get("/readyz")
+	framework.Eventually(t, 30*time.Second, "the standby's caches to sync and /readyz/informer-sync to pass", func(context.Context) (bool, error) {
+		status, _, err := standby.Get("/readyz/informer-sync")
 		return status == 200 && debugStatus(t, standby).Synced, err
 	})
 	before := debugStatus(t, standby)

@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
@@ -197,6 +198,39 @@ func TestDeploymentIsHardenedAndHighlyAvailable(t *testing.T) {
 	options.AddAll(set, flags)
 	if err := set.Parse(c.Args); err != nil {
 		t.Errorf("the Deployment's args do not parse: %v", err)
+	}
+	checkShutdownTimings(t, pod, fs.Generic)
+}
+
+// checkShutdownTimings: the lame duck fits the pod's timings. The kubelet
+// waits for the drain, the shutdown delay and the webhook server's own
+// graceful shutdown (up to 10 s) before it kills the container, and the
+// readiness probe sees the replica unready, so that the endpoints drop it,
+// well within the shutdown delay, while it still serves.
+func checkShutdownTimings(t *testing.T, pod corev1.PodSpec, g options.GenericOptions) {
+	t.Helper()
+	const webhookShutdown = 10 * time.Second
+	if g.ShutdownDelay < 3*time.Second {
+		t.Errorf("--shutdown-delay-duration = %s, want at least 3s for the endpoints to drop the replica", g.ShutdownDelay)
+	}
+	grace := time.Duration(ptr.Deref(pod.TerminationGracePeriodSeconds, 30)) * time.Second
+	if need := g.ShutdownDelay + g.ShutdownTimeout + webhookShutdown; grace < need {
+		t.Errorf("terminationGracePeriodSeconds = %s, want at least --shutdown-delay-duration + --shutdown-timeout + %s = %s", grace, webhookShutdown, need)
+	}
+	p := pod.Containers[0].ReadinessProbe
+	if p == nil {
+		return
+	}
+	failures, period := p.FailureThreshold, p.PeriodSeconds
+	if failures == 0 {
+		failures = 3 // the API server's default
+	}
+	if period == 0 {
+		period = 10 // the API server's default
+	}
+	// Leave 1 s for the EndpointSlice and the proxies to follow.
+	if unready := time.Duration(period*failures) * time.Second; unready > g.ShutdownDelay-time.Second {
+		t.Errorf("the readiness probe needs up to %s (periodSeconds × failureThreshold) to see a shutting-down replica, want at most --shutdown-delay-duration - 1s = %s", unready, g.ShutdownDelay-time.Second)
 	}
 }
 

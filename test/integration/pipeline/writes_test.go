@@ -156,8 +156,8 @@ func TestShippedClusterRoleSuffices(t *testing.T) {
 		o.Generic.Controllers = []string{pipeline.ControllerName}
 		o.Pipeline.AllowedNamespaces = []string{pipeline.AnyNamespace}
 	})
-	framework.Eventually(t, timeout, "/readyz with the shipped RBAC", func(context.Context) (bool, error) {
-		status, _, err := m.Get("/readyz")
+	framework.Eventually(t, timeout, "/readyz/informer-sync with the shipped RBAC", func(context.Context) (bool, error) {
+		status, _, err := m.Get("/readyz/informer-sync")
 		return status == 200, err
 	})
 

@@ -54,6 +54,9 @@ type GenericOptions struct {
 	TLSCertFile     string
 	TLSKeyFile      string
 	ShutdownTimeout time.Duration
+	// ShutdownDelay is how long a replica keeps serving webhooks, unready,
+	// after SIGTERM, so endpoints stop routing to it before it closes.
+	ShutdownDelay   time.Duration
 	MinResyncPeriod time.Duration
 	// ControllerQueue is the order of every controller's queue.
 	ControllerQueue controller.QueueKind
@@ -70,6 +73,7 @@ func NewOptions() *Options {
 			HTTPAddress:     ":8080",
 			SecureServing:   true,
 			ShutdownTimeout: 30 * time.Second,
+			ShutdownDelay:   5 * time.Second,
 			MinResyncPeriod: 12 * time.Hour,
 			ControllerQueue: controller.PriorityQueue,
 		},
@@ -121,6 +125,8 @@ func (o *Options) Flags(allControllers, disabledByDefault []string) cliflag.Name
 		"Private key of --tls-cert-file.")
 	fs.DurationVar(&o.Generic.ShutdownTimeout, "shutdown-timeout", o.Generic.ShutdownTimeout,
 		"How long reconciles in flight may take to finish on SIGTERM before the lease is released anyway.")
+	fs.DurationVar(&o.Generic.ShutdownDelay, "shutdown-delay-duration", o.Generic.ShutdownDelay,
+		"On SIGTERM, how long /readyz fails while the webhooks (and probes and metrics) keep serving, so that the Service's endpoints drop this replica before its webhook listener closes; the listener stays open at least until the controllers have drained. 0 closes it as soon as the controllers have stopped.")
 	fs.DurationVar(&o.Generic.MinResyncPeriod, "min-resync-period", o.Generic.MinResyncPeriod,
 		"Informers resync every period chosen at random between this and twice this.")
 	fs.StringVar((*string)(&o.Generic.ControllerQueue), "controller-queue", string(o.Generic.ControllerQueue),
@@ -153,6 +159,9 @@ func (o *Options) Validate() error {
 	}
 	if g.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout must be positive, got %s", g.ShutdownTimeout))
+	}
+	if g.ShutdownDelay < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-delay-duration must not be negative, got %s", g.ShutdownDelay))
 	}
 	if g.MinResyncPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--min-resync-period must be positive, got %s", g.MinResyncPeriod))

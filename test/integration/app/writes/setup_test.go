@@ -31,7 +31,7 @@ func startAppManager(t *testing.T, mutate func(*options.Options)) (ns string, ap
 		}
 	})
 	framework.Eventually(t, timeout, "the manager to be ready", func(context.Context) (bool, error) {
-		status, _, err := m.Get("/readyz")
+		status, _, err := m.Get("/readyz/informer-sync")
 		return status == 200, err
 	})
 	return ns, typed.AppV1beta1().Apps(ns), m

@@ -1,0 +1,55 @@
+package app
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+// The lame duck fails its check from the moment ctx ends, keeps the
+// servers' context alive for the delay and ends it in finish, after the
+// delay and not before.
+func TestLameDuck(t *testing.T) {
+	const delay = 200 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	l := newLameDuck(ctx, delay)
+	l.started()
+	check := l.check()
+	req := httptest.NewRequest("GET", "/readyz", nil)
+	if err := check.Check(req); err != nil {
+		t.Fatalf("check before shutdown: %v", err)
+	}
+
+	cancel()
+	begun := time.Now()
+	// AfterFunc runs in its own goroutine.
+	for check.Check(req) == nil {
+		if time.Since(begun) > time.Second {
+			t.Fatal("the check still passes a second after shutdown began")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if l.serving.Err() != nil {
+		t.Fatal("the servers' context ended with ctx, before the delay")
+	}
+	l.finish(ctx)
+	if l.serving.Err() == nil {
+		t.Error("the servers' context is still alive after finish")
+	}
+	if took := time.Since(begun); took < delay-10*time.Millisecond {
+		t.Errorf("finish returned %s after shutdown began, before the %s delay", took, delay)
+	}
+}
+
+// A manager that is never Run still closes its servers after the delay.
+func TestLameDuckWithoutRun(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := newLameDuck(ctx, 10*time.Millisecond)
+	cancel()
+	select {
+	case <-l.serving.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the servers' context outlived ctx without Run")
+	}
+}
