@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
@@ -40,7 +41,8 @@ var (
 func install(t *testing.T) {
 	t.Helper()
 	installOnce.Do(func() {
-		if installErr = framework.InstallCRDs(context.Background(), cp.Config); installErr != nil {
+		ctx := context.Background()
+		if installErr = framework.InstallCRDs(ctx, cp.Config); installErr != nil {
 			return
 		}
 		root, err := controlplane.RepoRoot()
@@ -48,14 +50,14 @@ func install(t *testing.T) {
 			installErr = err
 			return
 		}
-		if _, err := kubectl("apply", "-k", filepath.Join(root, "manifests", "rbac")); err != nil {
-			installErr = err
+		if _, installErr = kubectl("apply", "-k", filepath.Join(root, "manifests", "rbac")); installErr != nil {
+			return
 		}
+		installErr = waitAggregated(ctx)
 	})
 	if installErr != nil {
 		t.Fatalf("installing the CRDs and manifests/rbac: %v", installErr)
 	}
-	waitAggregated(t)
 }
 
 // kubectl runs the control plane's kubectl with the admin kubeconfig.
@@ -72,28 +74,41 @@ func kubectl(args ...string) (string, error) {
 }
 
 // waitAggregated waits until view, edit and admin, as stored, grant what
-// the shipped roles aggregate into them.
-func waitAggregated(t *testing.T) {
-	t.Helper()
-	want := map[string][][3]string{
-		"view":  {{appGroup, "apps", "list"}, {appGroup, "apps/scale", "get"}, {pipelineGroup, "pipelines", "list"}},
-		"edit":  {{appGroup, "apps", "create"}, {appGroup, "apps/scale", "patch"}},
-		"admin": {{appGroup, "apps", "create"}, {appGroup, "apps/scale", "patch"}},
+// the shipped roles aggregate into them, and otherwise names what one lacks.
+func waitAggregated(ctx context.Context) error {
+	want := []struct {
+		role   string
+		grants [][3]string // group, resource, verb
+	}{
+		{"edit", [][3]string{{appGroup, "apps", "create"}, {appGroup, "apps/scale", "patch"}}},
+		{"admin", [][3]string{{appGroup, "apps", "create"}, {appGroup, "apps/scale", "patch"}}},
+		{"view", [][3]string{{appGroup, "apps", "list"}, {appGroup, "apps/scale", "get"}, {pipelineGroup, "pipelines", "list"}}},
 	}
-	framework.Eventually(t, timeout, "the built-in roles to aggregate the shipped ones", func(ctx context.Context) (bool, error) {
-		for name, grants := range want {
-			role, err := cp.Client.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{})
+	var missing error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		// Each try gets its own deadline, so that what is missing is the
+		// server's answer, not the poll's expiry.
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		for _, w := range want {
+			role, err := cp.Client.RbacV1().ClusterRoles().Get(ctx, w.role, metav1.GetOptions{})
 			if err != nil {
-				return false, err
+				missing = err
+				return false, nil
 			}
-			for _, g := range grants {
+			for _, g := range w.grants {
 				if !grantsVerb(role.Rules, g[0], g[1], g[2]) {
-					return false, fmt.Errorf("ClusterRole %s does not grant %s on %s.%s", name, g[2], g[1], g[0])
+					missing = fmt.Errorf("ClusterRole %s does not grant %s on %s.%s", w.role, g[2], g[1], g[0])
+					return false, nil
 				}
 			}
 		}
 		return true, nil
 	})
+	if err != nil {
+		return fmt.Errorf("after %s of aggregation: %w (%w)", timeout, missing, err)
+	}
+	return nil
 }
 
 // grantsVerb tells whether rules allow verb on resource in group.
@@ -152,16 +167,24 @@ func bindClusterWide(t *testing.T, role, user string) {
 
 // allowedSoon retries a request a new binding allows until the API
 // server's RBAC caches have seen the binding; Forbidden past timeout is
-// a failure.
+// a failure, and so is any other error.
 func allowedSoon(t *testing.T, what string, request func(ctx context.Context) error) {
 	t.Helper()
-	framework.Eventually(t, timeout, what, func(ctx context.Context) (bool, error) {
-		err := request(ctx)
-		if err != nil && !apierrors.IsForbidden(err) {
-			t.Fatalf("%s: %v", what, err)
+	var last error
+	_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		// Each try gets its own deadline, so that the last one reports the
+		// server's answer, not the poll's expiry.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		last = request(ctx)
+		if last != nil && !apierrors.IsForbidden(last) {
+			return false, last
 		}
-		return err == nil, err
+		return last == nil, nil
 	})
+	if last != nil {
+		t.Fatalf("%s: %v", what, last)
+	}
 }
 
 // forbidden fails the test unless err is Forbidden.
