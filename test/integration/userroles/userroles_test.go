@@ -2,6 +2,7 @@ package userroles
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,8 +96,8 @@ func TestViewInANamespaceReadsApps(t *testing.T) {
 	_, err := apps.Create(context.Background(), newApp("other"), metav1.CreateOptions{})
 	forbidden(t, "view in "+ns+" creating an App", err)
 	_, err = kubectl("--as="+user, "-n", ns, "scale", "apps."+appGroup+"/web", "--replicas=2")
-	if err == nil {
-		t.Errorf("view in %s scaled an App", ns)
+	if err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("view in %s scaling an App: %v, want forbidden", ns, err)
 	}
 }
 
