@@ -95,6 +95,7 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 		if m.wrapLock != nil {
 			lock = m.wrapLock(lock)
 		}
+		// The wrappers' order, and why, is in the leaseguard package doc.
 		sl := spread.lock(guard.Lock(lock))
 
 		// As in the single-Lease mode, the election has its own context so
