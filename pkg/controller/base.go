@@ -65,7 +65,7 @@ func (b *Base) removeHandlers() {
 // NewBase returns the Base of a controller named name, with its queue of
 // the given kind (empty: PriorityQueue).
 func NewBase(name string, workers int, queue QueueKind) Base {
-	return Base{ControllerName: name, Queue: NewQueueOfKind(name, queue), Workers: workers}
+	return Base{ControllerName: name, Queue: newStandbyQueue(name, NewQueueOfKind(name, queue)), Workers: workers}
 }
 
 // Name implements the manager's Controller.
@@ -80,6 +80,9 @@ func (b *Base) QueueLen() int { return b.Queue.Len() }
 func (b *Base) Run(ctx context.Context) {
 	defer b.removeHandlers()
 	defer b.Queue.ShutDown()
+	if q, ok := b.Queue.(*standbyQueue); ok {
+		q.run() // it leads: the keys held meanwhile become its workqueue's
+	}
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, b.Synced...) {
 		return
 	}

@@ -55,6 +55,12 @@ var (
 		Help:      "Workers currently running a reconcile, per controller.",
 	}, []string{"controller"})
 
+	standbyPendingKeys = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "standby_pending_keys",
+		Help:      "Keys a controller that does not run (a warm standby) holds for when it leads, per controller; they are not in workqueue_depth.",
+	}, []string{"controller"})
+
 	registerOnce sync.Once
 )
 
@@ -63,7 +69,7 @@ var (
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(reconcileTotal, reconcileErrors, reconcilePanics,
-			reconcileDropped, reconcileDuration, activeWorkers)
+			reconcileDropped, reconcileDuration, activeWorkers, standbyPendingKeys)
 	})
 }
 

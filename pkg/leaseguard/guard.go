@@ -5,11 +5,35 @@
 // reports the Lease lost is not enough: a process that was paused (SIGSTOP,
 // a long GC or VM stall) resumes with its reconciles in flight, and their
 // next request goes out before the election loop has had a chance to notice
-// that it has not renewed for a while. The Guard sees that: it remembers
-// when the last successful renewal was sent, on the monotonic clock, and its
-// transport refuses every write once that is older than the renew deadline.
-// A standby needs at least the lease duration, which is longer, to take
-// over, so a write the Guard lets through cannot race a new leader.
+// that it has not renewed for a while. The Guard sees that.
+//
+// # Invariant
+//
+// A write leaves this process only while the last successful acquire or
+// renewal of its Lease was SENT less than the renew deadline ago, on this
+// process's monotonic clock, and no read since showed another holder and no
+// release was written; a write still in flight when that deadline passes is
+// cancelled. Another replica takes the Lease only after it has seen it
+// unchanged for LeaseDurationSeconds on its own clock, counted from when it
+// saw that renewal, which is after it was sent. LeaseDurationSeconds is
+// --leader-elect-lease-duration (validated to be whole seconds, so client-go
+// writes it untruncated), which is validated to exceed the renew deadline:
+// so this process stops writing before anyone else may start. No wall clock
+// is compared across replicas; only clock rates are assumed to agree, as
+// client-go assumes.
+//
+// # Order of the lock wrappers
+//
+// From the elector inwards (cmd/controller-manager/app):
+//
+//	spreadLock (per-controller mode only: waits its turn, then refuses a
+//	  Lease that changed since the elector read it)
+//	→ Guard.Lock (stamps "sent" right before the write, after any wait, so
+//	  the hold is never dated earlier than the write went out)
+//	→ wrapLock (tests only: fault injection)
+//	→ attemptLock (refuses the writes of an attempt ended by a release wake;
+//	  inside the Guard so that a refused write never counts as a renewal)
+//	→ retryingRelease → client-go's LeaseLock.
 package leaseguard
 
 import (

@@ -31,6 +31,10 @@ func TestBadFlagsFailInOneLine(t *testing.T) {
 		{[]string{"--controllers=*,nope"}, `unknown controller "nope" in --controllers`},
 		{[]string{"--kube-api-burst=-1"}, "--kube-api-burst must not be negative"},
 		{[]string{"--leader-elect-lease-duration=1s"}, "must be greater than --leader-elect-renew-deadline"},
+		// What client-go's NewLeaderElector refuses, refused before anything starts.
+		{[]string{"--leader-elect-renew-deadline=2400ms", "--leader-elect-retry-period=2s"}, "must be greater than 1.2 × --leader-elect-retry-period"},
+		// The Lease records whole seconds, which the lease guard relies on.
+		{[]string{"--leader-elect-lease-duration=15500ms"}, "must be whole seconds"},
 		{[]string{"--standby=lukewarm"}, `--standby must be "warm" or "cold", got "lukewarm"`},
 		{[]string{"--controller-queue=lifo"}, "lifo"},
 		{[]string{"--tls-cert-file=/tmp/x.crt"}, "--tls-cert-file and --tls-private-key-file must be given together"},

@@ -61,6 +61,7 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 		lock = m.wrapLock(lock)
 	}
 	m.guard = leaseguard.New(le.ResourceName, le.RenewDeadline.Duration)
+	// The wrappers' order, and why, is in the leaseguard package doc.
 	lock = m.guard.Lock(lock)
 
 	// A warm standby's informers and event handlers run from now on; its

@@ -114,7 +114,7 @@ func TestSpreadLockStampsAcquireTimeAfterItsTurn(t *testing.T) {
 	s := newSpread(50 * time.Millisecond) // a turn is 100 ms per Lease held
 	s.held = 2
 	inner := &memLock{id: "me"}
-	l := s.lock(inner, time.Minute)
+	l := s.lock(inner)
 
 	ler := ours("me")
 	if err := l.Update(ctx, ler); err != nil {

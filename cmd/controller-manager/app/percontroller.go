@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -94,7 +95,8 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 		if m.wrapLock != nil {
 			lock = m.wrapLock(lock)
 		}
-		sl := spread.lock(guard.Lock(lock), le.LeaseDuration.Duration)
+		// The wrappers' order, and why, is in the leaseguard package doc.
+		sl := spread.lock(guard.Lock(lock))
 
 		// As in the single-Lease mode, the election has its own context so
 		// that the Lease is released only after the controller drained.
@@ -177,8 +179,8 @@ func newSpread(retry time.Duration) *spread {
 	return &spread{step: 2 * retry}
 }
 
-func (s *spread) lock(inner resourcelock.Interface, leaseDuration time.Duration) *spreadLock {
-	return &spreadLock{Interface: inner, s: s, leaseDuration: leaseDuration}
+func (s *spread) lock(inner resourcelock.Interface) *spreadLock {
+	return &spreadLock{Interface: inner, s: s}
 }
 
 // turn counts a new acquisition in progress and returns how long it waits
@@ -222,12 +224,26 @@ var errTakenMeanwhile = errors.New("the Lease was taken while this replica waite
 // Leases its replica holds or is trying for.
 type spreadLock struct {
 	resourcelock.Interface
-	s             *spread
-	leaseDuration time.Duration
+	s *spread
 
 	mu      sync.Mutex
 	held    bool
 	stamped restamp
+	// observed is the Lease as the elector last read it (nil: not found),
+	// the read its decision to acquire rests on.
+	observed []byte
+}
+
+// Get records what the elector saw, to tell after a wait whether the Lease
+// changed meanwhile.
+func (l *spreadLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	ler, raw, err := l.Interface.Get(ctx)
+	if err == nil || apierrors.IsNotFound(err) {
+		l.mu.Lock()
+		l.observed = raw
+		l.mu.Unlock()
+	}
+	return ler, raw, err
 }
 
 func (l *spreadLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
@@ -254,8 +270,12 @@ func (l *spreadLock) Update(ctx context.Context, ler resourcelock.LeaderElection
 }
 
 // acquire waits its turn, reads the Lease again (so that the write carries
-// what was read after the wait) and tries unless another replica holds it
-// by now. The record's times, stamped by the elector before the wait, are
+// what was read after the wait) and tries unless another replica took it
+// meanwhile. The elector decided to acquire from its last read, judging the
+// holder by when it saw the Lease change, as client-go does; so a Lease
+// that changed since that read and names another holder is live, whatever
+// its renewTime says: the holder's clock is never compared with ours. The
+// record's times, stamped by the elector before the wait, are
 // stamped again, so that the Lease's acquireTime says when it was acquired.
 func (l *spreadLock) acquire(ctx context.Context, ler resourcelock.LeaderElectionRecord,
 	write func(context.Context, resourcelock.LeaderElectionRecord) error) (err error) {
@@ -272,13 +292,15 @@ func (l *spreadLock) acquire(ctx context.Context, ler resourcelock.LeaderElectio
 				return err
 			}
 		}
-		rec, _, err := l.Interface.Get(ctx)
+		l.mu.Lock()
+		observed := l.observed
+		l.mu.Unlock()
+		rec, raw, err := l.Interface.Get(ctx)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return err
-		case rec.HolderIdentity != "" && rec.HolderIdentity != l.Identity() &&
-			time.Since(rec.RenewTime.Time) < l.leaseDuration:
+		case rec.HolderIdentity != "" && rec.HolderIdentity != l.Identity() && !bytes.Equal(raw, observed):
 			return errTakenMeanwhile
 		}
 	}

@@ -237,8 +237,8 @@ func floodOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Laun
 		if err != nil {
 			return false, nil
 		}
-		run.standbyDepth = q.depth
-		return q.depth >= n, nil
+		run.standbyDepth = q.standby // a standby's keys are not in workqueue_depth
+		return q.standby >= n, nil
 	})
 	if err != nil {
 		return run, fmt.Errorf("waiting for the standby to queue the %d Apps (depth %d): %w", n, run.standbyDepth, err)
@@ -350,11 +350,15 @@ func floodOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Laun
 // queueDepth is one scrape of the App controller's queue metrics.
 type queueDepth struct {
 	depth, low, high int
+	// standby is controller_manager_standby_pending_keys: the keys a
+	// standby holds outside its workqueue until it leads.
+	standby int
 }
 
-// appQueue reads workqueue_depth and workqueue_depth_by_priority of the
-// App controller's queue from m's /metrics; low and high are -1 when the
-// queue does not split its depth (the FIFO).
+// appQueue reads workqueue_depth, workqueue_depth_by_priority and
+// controller_manager_standby_pending_keys of the App controller's queue
+// from m's /metrics; low and high are -1 when the queue does not split its
+// depth (the FIFO).
 func appQueue(ctx context.Context, m manager) (queueDepth, error) {
 	ms, err := scrape(ctx, m.Base())
 	if err != nil {
@@ -363,6 +367,10 @@ func appQueue(ctx context.Context, m manager) (queueDepth, error) {
 	q := queueDepth{low: -1, high: -1}
 	found := false
 	for _, s := range ms {
+		if s.name == "controller_manager_standby_pending_keys" && s.labels["controller"] == appcontroller.ControllerName {
+			q.standby = int(s.value)
+			continue
+		}
 		if s.labels["name"] != appcontroller.ControllerName {
 			continue
 		}

@@ -170,12 +170,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, err)
 	}
 	if le := o.LeaderElection; le.LeaderElect {
-		if le.LeaseDuration.Duration <= le.RenewDeadline.Duration {
-			errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%s) must be greater than --leader-elect-renew-deadline (%s)", le.LeaseDuration.Duration, le.RenewDeadline.Duration))
-		}
-		if le.RetryPeriod.Duration <= 0 || le.RenewDeadline.Duration <= le.RetryPeriod.Duration {
-			errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%s) must be greater than --leader-elect-retry-period (%s), which must be positive", le.RenewDeadline.Duration, le.RetryPeriod.Duration))
-		}
+		errs = append(errs, validateLeaseDurations(le.LeaseDuration.Duration, le.RenewDeadline.Duration, le.RetryPeriod.Duration)...)
 		if le.ResourceLock != "leases" {
 			errs = append(errs, fmt.Errorf("--leader-elect-resource-lock must be \"leases\", got %q", le.ResourceLock))
 		}
