@@ -14,8 +14,11 @@ import (
 // Ticks arriving every millisecond during 100 ms sweeps must coalesce: at
 // most one sweep waits while another runs.
 func TestTicksDuringASweepCoalesce(t *testing.T) {
+	// The worker runs here without Base.Run, so the queue is the plain one:
+	// NewBase's queue holds keys back until Base.Run starts it.
 	c := &Controller{
-		Base:  controller.NewBase("test-cleanup-coalesce", 1, controller.PriorityQueue),
+		Base: controller.Base{ControllerName: "test-cleanup-coalesce", Workers: 1,
+			Queue: controller.NewQueueOfKind("test-cleanup-coalesce", controller.PriorityQueue)},
 		opts:  Options{Interval: time.Millisecond},
 		ticks: make(chan controller.Key, 1),
 	}
