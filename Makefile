@@ -11,13 +11,15 @@ OUTPUT := $(ROOT)/_output
 # inside a test's deadline.
 MANAGER_BINARY := $(OUTPUT)/controller-manager
 
-# component-base parses the version as semver: it must start with vX.Y.Z.
-BASE_VERSION := v0.1.0
-VERSION ?= $(BASE_VERSION)-$(shell git describe --always --dirty 2>/dev/null || echo unknown)
+# The version from git describe (hack/version.sh): vX.Y.Z on a release tag,
+# vX.Y.Z-N-g<sha> after one, v0.0.0-N-g<sha> before the first.
+VERSION ?= $(shell hack/version.sh)
+VERSION_PARTS := $(subst ., ,$(patsubst v%,%,$(firstword $(subst -, ,$(VERSION)))))
 GIT_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(VERSION) \
-           -X k8s.io/component-base/version.gitMajor=0 -X k8s.io/component-base/version.gitMinor=1 \
+           -X k8s.io/component-base/version.gitMajor=$(word 1,$(VERSION_PARTS)) \
+           -X k8s.io/component-base/version.gitMinor=$(word 2,$(VERSION_PARTS)) \
            -X k8s.io/component-base/version.gitCommit=$(GIT_COMMIT) \
            -X k8s.io/component-base/version.buildDate=$(BUILD_DATE)
 
@@ -71,6 +73,27 @@ docker-build: ## Build the container image IMG (needs Docker with BuildKit; buil
 .PHONY: docker-push
 docker-push: ## Push the container image IMG.
 	$(DOCKER) push $(IMG)
+
+# The release image: linux/amd64 and linux/arm64 (Go cross-compiles; the
+# build stage runs on the build machine's platform), pushed with an SBOM and
+# provenance attestations. Needs docker buildx and a registry.
+PLATFORMS ?= linux/amd64,linux/arm64
+
+.PHONY: docker-buildx
+docker-buildx: ## Build and push the multi-arch image IMG for PLATFORMS, with SBOM and provenance.
+	$(DOCKER) buildx build --platform $(PLATFORMS) --build-arg LDFLAGS='-s -w $(LDFLAGS)' \
+		--sbom=true --provenance=mode=max --push -t $(IMG) .
+
+# The one-file installer of a release: manifests/default with image IMG.
+.PHONY: release-manifests
+release-manifests: kubectl ## Write _output/release/install.yaml: manifests/default with image IMG.
+	@mkdir -p $(OUTPUT)/release
+	$(KUBECTL_CMD) kustomize manifests/default | sed 's|image: controller-manager:latest|image: $(IMG)|' >$(OUTPUT)/release/install.yaml
+	@echo "wrote $(OUTPUT)/release/install.yaml for $(IMG)"
+
+.PHONY: version
+version: ## Print the version a build stamps.
+	@echo $(VERSION)
 
 # Cluster verbs use the kubectl on PATH, else build kubectl alone.
 KUBECTL_CMD = $(or $(shell command -v kubectl 2>/dev/null),$(KUBECTL))
