@@ -109,6 +109,20 @@ e2e-kind: kubectl ## The e2e suite on a kind cluster (1 control plane, 2 workers
 	KIND_CLUSTER=$(KIND_CLUSTER) VERSION=$(VERSION) LDFLAGS='-s -w $(LDFLAGS)' E2E_ARTIFACTS=$(OUTPUT)/e2e-kind \
 		E2E_FLAGS='$(E2E_FLAGS)' hack/kind/e2e.sh
 
+# The README's quick start: the stages of make e2e-kind up to its suite,
+# leaving the cluster (context kind-<name>) for the user. Its own default
+# name, so that make e2e-kind, which deletes its cluster, never takes it;
+# KIND_CLUSTER given on the command line or in the environment names both.
+KIND_UP_CLUSTER ?= $(if $(filter command line environment,$(origin KIND_CLUSTER)),$(KIND_CLUSTER),ndsl)
+
+.PHONY: kind-up
+kind-up: kubectl ## A kind cluster (1 control plane, 2 workers) running the manager's image with manifests/default, left running; again: rebuild and redeploy.
+	KIND_CLUSTER=$(KIND_UP_CLUSTER) VERSION=$(VERSION) LDFLAGS='-s -w $(LDFLAGS)' E2E_ARTIFACTS=$(OUTPUT)/kind hack/kind/up.sh up
+
+.PHONY: kind-down
+kind-down: ## Delete the cluster of make kind-up.
+	KIND_CLUSTER=$(KIND_UP_CLUSTER) hack/kind/up.sh down
+
 # The fault-injection suite (test/chaos, issue 12). `make test` runs its CI
 # mode through go test ./... (see docs/reliability.md); `make chaos` runs the
 # CI mode alone, keeping the logs and the audit log; `make soak` runs the long
