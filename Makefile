@@ -36,11 +36,11 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 	hack/build-controlplane.sh
 
 .PHONY: generate
-generate: ## Regenerate clients, listers, informers, apply configurations and CRDs.
+generate: ## Regenerate clients, listers, informers, apply configurations, CRDs and docs/api-reference.md.
 	hack/update-codegen.sh
 
 .PHONY: verify
-verify: ## gofmt, go vet and generated code up to date.
+verify: ## gofmt, go vet and generated code (docs/api-reference.md included) up to date.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	hack/verify-codegen.sh
