@@ -26,10 +26,10 @@ export PATH="${CONTROLPLANE_BIN_DIR:-$ROOT/hack/bin}/kube-v1.36.3:$PATH"
 
 log() { echo "[$(date +%T)] kind-up: $*" >&2; }
 
+# kind_cli makes Docker answer and sets KIND. docker.sh's CLI shim stays off
+# PATH here: only `kind create cluster` needs it, and e2e.sh sets it up.
 kind_cli() {
-  local shim
-  shim=$(hack/kind/docker.sh)
-  [[ -z $shim ]] || export PATH="$shim:$PATH"
+  hack/kind/docker.sh >/dev/null
   KIND=$(hack/kind/build-node-image.sh kind)
 }
 
