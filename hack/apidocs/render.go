@@ -72,7 +72,7 @@ func renderVersion(b *bytes.Buffer, crd apiextensionsv1.CustomResourceDefinition
 	if v.Deprecated {
 		b.WriteString(" Deprecated")
 		if v.DeprecationWarning != nil {
-			fmt.Fprintf(b, ": %s", cell(*v.DeprecationWarning))
+			fmt.Fprintf(b, ": %s", text(*v.DeprecationWarning))
 		}
 		b.WriteString(".")
 	}
@@ -110,7 +110,7 @@ func renderVersion(b *bytes.Buffer, crd apiextensionsv1.CustomResourceDefinition
 	}
 	root := v.Schema.OpenAPIV3Schema
 	if root.Description != "" {
-		fmt.Fprintf(b, "\n%s\n", paragraphs(root.Description))
+		fmt.Fprintf(b, "\n%s\n", escapeHTML.Replace(paragraphs(root.Description)))
 	}
 	b.WriteString("\n| field | type | description |\n|---|---|---|\n")
 	for _, name := range sortedKeys(root.Properties) {
@@ -160,7 +160,7 @@ func typeOf(s apiextensionsv1.JSONSchemaProps) string {
 func describe(s apiextensionsv1.JSONSchemaProps, required bool) string {
 	var parts []string
 	if s.Description != "" {
-		parts = append(parts, cell(s.Description))
+		parts = append(parts, text(s.Description))
 	}
 	var c []string
 	if required {
@@ -213,12 +213,17 @@ func describe(s apiextensionsv1.JSONSchemaProps, required bool) string {
 	for _, r := range s.XValidations {
 		rule := "<br>Rule `" + cell(r.Rule) + "`"
 		if r.Message != "" {
-			rule += ": " + cell(r.Message)
+			rule += ": " + text(r.Message)
 		}
 		parts = append(parts, rule)
 	}
 	return strings.Join(parts, " ")
 }
+
+// text is prose for a table cell: a comment's "<name>" must not read as HTML.
+func text(s string) string { return cell(escapeHTML.Replace(s)) }
+
+var escapeHTML = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 // cell makes text fit a table cell: paragraphs as line breaks, no pipes.
 func cell(s string) string {

@@ -34,7 +34,7 @@ func TestTypeOf(t *testing.T) {
 
 func TestDescribeFitsOneTableCell(t *testing.T) {
 	s := apiextensionsv1.JSONSchemaProps{
-		Description: "First line\nwraps here.\n\nSecond paragraph with a | pipe.",
+		Description: "First line\nwraps <here>.\n\nSecond paragraph with a | pipe.",
 		Enum:        []apiextensionsv1.JSON{{Raw: []byte(`"A"`)}, {Raw: []byte(`"B"`)}},
 		MaxLength:   ptr.To[int64](63),
 		XValidations: apiextensionsv1.ValidationRules{
@@ -42,7 +42,7 @@ func TestDescribeFitsOneTableCell(t *testing.T) {
 		},
 	}
 	got := describe(s, true)
-	want := "First line wraps here.<br>Second paragraph with a \\| pipe. " +
+	want := "First line wraps &lt;here&gt;.<br>Second paragraph with a \\| pipe. " +
 		"<br>*required; one of `\"A\"`, `\"B\"`; max length 63.* " +
 		"<br>Rule `self.a \\|\\| self.b`: a or b"
 	if got != want {
