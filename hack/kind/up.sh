@@ -36,7 +36,8 @@ kind_cli() {
 up() {
   kind_cli
   local existed=false
-  ! "$KIND" get clusters 2>/dev/null | grep -qx "$KIND_CLUSTER" || existed=true
+  # Not grep -q: under pipefail, kind killed by SIGPIPE would fail the test.
+  if "$KIND" get clusters 2>/dev/null | grep -x "$KIND_CLUSTER" >/dev/null; then existed=true; fi
   KIND_UP=1 KEEP_CLUSTER=1 KIND_CLUSTER="$KIND_CLUSTER" IMG="$IMG" E2E_ARTIFACTS="$E2E_ARTIFACTS" hack/kind/e2e.sh
   "$KIND" export kubeconfig --name "$KIND_CLUSTER"
   if $existed; then
