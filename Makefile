@@ -38,11 +38,11 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 	hack/build-controlplane.sh
 
 .PHONY: generate
-generate: ## Regenerate clients, listers, informers, apply configurations and CRDs.
+generate: ## Regenerate clients, listers, informers, apply configurations, CRDs and docs/api-reference.md.
 	hack/update-codegen.sh
 
 .PHONY: verify
-verify: ## gofmt, go vet and generated code up to date.
+verify: ## gofmt, go vet and generated code (docs/api-reference.md included) up to date.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	hack/verify-codegen.sh
@@ -131,6 +131,20 @@ e2e: build controlplane ## End-to-end suite: local cluster, manifests, two proce
 e2e-kind: kubectl ## The e2e suite on a kind cluster (1 control plane, 2 workers) running the image with manifests/default; KEEP_CLUSTER=1 keeps it. Offline, builds the node image.
 	KIND_CLUSTER=$(KIND_CLUSTER) VERSION=$(VERSION) LDFLAGS='-s -w $(LDFLAGS)' E2E_ARTIFACTS=$(OUTPUT)/e2e-kind \
 		E2E_FLAGS='$(E2E_FLAGS)' hack/kind/e2e.sh
+
+# The README's quick start: the stages of make e2e-kind up to its suite,
+# leaving the cluster (context kind-<name>) for the user. Its own default
+# name, so that make e2e-kind, which deletes its cluster, never takes it;
+# KIND_CLUSTER given on the command line or in the environment names both.
+KIND_UP_CLUSTER ?= $(if $(filter command line environment,$(origin KIND_CLUSTER)),$(KIND_CLUSTER),ndsl)
+
+.PHONY: kind-up
+kind-up: kubectl ## A kind cluster (1 control plane, 2 workers) running the manager's image with manifests/default, left running; again: rebuild and redeploy.
+	KIND_CLUSTER=$(KIND_UP_CLUSTER) VERSION=$(VERSION) LDFLAGS='-s -w $(LDFLAGS)' E2E_ARTIFACTS=$(OUTPUT)/kind hack/kind/up.sh up
+
+.PHONY: kind-down
+kind-down: ## Delete the cluster of make kind-up.
+	KIND_CLUSTER=$(KIND_UP_CLUSTER) hack/kind/up.sh down
 
 # The fault-injection suite (test/chaos, issue 12). `make test` runs its CI
 # mode through go test ./... (see docs/reliability.md); `make chaos` runs the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates everything derived from apis/: deepcopy functions, the typed
 # clientset, listers, informers and apply configurations in pkg/generated/,
-# and the CRD manifests in manifests/crd/.
+# the CRD manifests in manifests/crd/, and docs/api-reference.md from them.
 #
 # The generators are pinned by hack/tools/codegen/go.mod and built from
 # source into hack/bin/codegen (or $CODEGEN_GOBIN); nothing is downloaded
@@ -51,3 +51,6 @@ go tool -modfile="${TOOLS_DIR}/go.mod" controller-gen \
     crd \
     paths=./apis/... \
     output:crd:artifacts:config=manifests/crd
+
+echo "Generating docs/api-reference.md"
+go run ./hack/apidocs --crds manifests/crd --out docs/api-reference.md

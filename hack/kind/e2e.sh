@@ -14,6 +14,7 @@
 #   5. go test ./test/e2e with E2E_MANAGER=deployment;
 #   6. the cluster deleted, unless KEEP_CLUSTER=1 (an existing cluster of the
 #      same name is reused).
+# KIND_UP=1 (make kind-up, hack/kind/up.sh) stops after stage 4.
 # Stage times go to $E2E_ARTIFACTS/timings.txt, logs beside it.
 set -euo pipefail
 
@@ -193,6 +194,7 @@ deploy() {
   k -n ndsl-system rollout status deployment/controller-manager --timeout=3m
 }
 stage "load images and deploy" deploy
+[[ ${KIND_UP:-} != 1 ]] || exit 0
 
 # --- 5. the suite -----------------------------------------------------------
 collect() {
