@@ -198,6 +198,15 @@ func TestMigrationKeepsEndpoints(t *testing.T) {
 		t.Errorf("the EndpointSlices changed %d times: the pods were not rolled", changes)
 	}
 	e.waitApp("mig", "ready", ready)
+	// The older managers' hash annotation was this manager's applied field:
+	// its apply, which no longer sets it, removed it.
+	svc, err := e.kube.CoreV1().Services(e.ns).Get(ctx, "mig", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := svc.Annotations[legacyAppliedAnnotation]; ok {
+		t.Errorf("the migrated Service still carries %s=%s", legacyAppliedAnnotation, v)
+	}
 	// What an HPA on the App reads the pods' metrics by.
 	framework.Eventually(t, timeout, "the App's scale selector to be the new one", func(ctx context.Context) (bool, error) {
 		scale, err := e.getScale(ctx, "mig")
