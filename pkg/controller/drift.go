@@ -92,9 +92,8 @@ func ownershipOf(obj metav1.Object) (ownership, error) {
 	return o, nil
 }
 
-// upToDate reports whether live is exactly as desired: the
-// fields this manager applied, and those it wants, hold what it wants and
-// nothing else. An applied field it no longer wants is drift: the apply
+// upToDate reports whether live is exactly as desired: the fields this
+// manager applied, and those it wants, hold what it wants and nothing else. An applied field it no longer wants is drift: the apply
 // that follows removes it. A child only created, never applied, is up to
 // date when it holds the desired fields and was created from them.
 func upToDate(desired map[string]any, live runtime.Object) (bool, error) {
