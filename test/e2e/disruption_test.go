@@ -3,7 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +34,7 @@ func TestInClusterRolloutRestartFailsNoRequest(t *testing.T) {
 	ctx := context.Background()
 	before := spreadManager(t)
 	t.Cleanup(func() { spreadManager(t) })
+	keepLogs(t, before)
 	ns := newNamespace(t)
 	load := startRequestLoad(t, ns)
 	load.waitStarted(t)
@@ -78,6 +83,7 @@ func TestInClusterDrainLeaderNodeFailsNoRequest(t *testing.T) {
 		}
 		spreadManager(t)
 	})
+	keepLogs(t, before)
 	ns := newNamespace(t)
 	load := startRequestLoad(t, ns)
 	load.waitStarted(t)
@@ -168,4 +174,38 @@ func podNodes(pods []corev1.Pod) []string {
 		nodes[i] = p.Spec.NodeName
 	}
 	return nodes
+}
+
+// keepLogs follows the logs of pods, with timestamps, into the artifacts
+// directory until each container exits or the test ends: the pods a
+// disruption stops are gone, logs and all, before the suite collects logs.
+func keepLogs(t *testing.T, pods []corev1.Pod) {
+	t.Helper()
+	dir := suite.ArtifactsDir
+	if dir == "" {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	for _, p := range pods {
+		wg.Go(func() {
+			stream, err := cluster.Kube.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Follow: true, Timestamps: true}).Stream(ctx)
+			if err != nil {
+				t.Logf("following the logs of pod %s: %v", p.Name, err)
+				return
+			}
+			defer stream.Close()
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%s.log", t.Name(), p.Name)))
+			if err != nil {
+				t.Logf("keeping the logs of pod %s: %v", p.Name, err)
+				return
+			}
+			defer f.Close()
+			_, _ = io.Copy(f, stream)
+		})
+	}
 }

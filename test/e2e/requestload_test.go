@@ -57,6 +57,8 @@ type requestLoad struct {
 	sent     map[string]int
 	failed   map[string]int
 	failures []string
+	// calls are the API server's webhook call counts when the load started.
+	calls webhookCalls
 }
 
 // startRequestLoad starts the load in ns; it runs until stop.
@@ -66,8 +68,12 @@ func startRequestLoad(t *testing.T, ns string) *requestLoad {
 	if err != nil {
 		t.Fatal(err)
 	}
+	calls, err := apiServerWebhookCalls(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &requestLoad{ns: ns, started: time.Now(), cancel: cancel, sent: map[string]int{}, failed: map[string]int{}}
+	l := &requestLoad{ns: ns, started: time.Now(), cancel: cancel, sent: map[string]int{}, failed: map[string]int{}, calls: calls}
 	t.Cleanup(func() { l.stop() })
 	l.wg.Go(func() { l.createAndDelete(ctx) })
 	l.wg.Go(func() { l.listV1(ctx, dyn) })
@@ -193,13 +199,19 @@ func (l *requestLoad) summary() string {
 	return b.String()
 }
 
-// check stops the load and fails the test if any request failed or the
-// creates and v1 lists fell below loadMinRate; it logs the counts and writes
-// them, with every failure, to the artifacts directory.
+// check stops the load and fails the test if any request failed, the API
+// server failed to call a webhook for any client, or the creates and v1
+// lists fell below loadMinRate; it logs the counts and writes them, with
+// every failure, to the artifacts directory.
 func (l *requestLoad) check(t *testing.T, what string) {
 	t.Helper()
 	l.stop()
-	summary := l.summary()
+	now, err := apiServerWebhookCalls(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := now.minus(l.calls)
+	summary := l.summary() + "API server, all clients: " + calls.String() + "\n"
 	t.Logf("requests during %s:\n%s", what, summary)
 	l.mu.Lock()
 	failures := slices.Clone(l.failures)
@@ -215,6 +227,9 @@ func (l *requestLoad) check(t *testing.T, what string) {
 	if len(failures) > 0 {
 		shown := failures[:min(len(failures), 30)]
 		t.Errorf("%d requests failed during %s, want 0; the first %d:\n%s", len(failures), what, len(shown), strings.Join(shown, "\n"))
+	}
+	if calls.admissionFailed != 0 || calls.conversionFailed != 0 {
+		t.Errorf("the API server failed to call the webhooks during %s: %s", what, calls)
 	}
 	if rate < loadMinRate {
 		t.Errorf("the load sent %.1f creates and v1 lists per second during %s, want at least %.0f", rate, what, loadMinRate)
