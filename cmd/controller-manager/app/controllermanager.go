@@ -131,6 +131,9 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 		}
 		readiness = append(readiness, m.webhooks.server.CertificateCheck())
 		m.lameDuck.stopped = append(m.lameDuck.stopped, m.webhooks.server.Stopped())
+		// Callers on kept-alive connections move to the other replicas
+		// during the delay, not when the server closes at its end.
+		m.lameDuck.whenBegun(m.webhooks.server.CloseConnections)
 	}
 	if opts.Generic.HTTPAddress != "0" {
 		handler := newHTTPHandler(m.status, health, readiness)
