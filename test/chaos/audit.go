@@ -91,6 +91,7 @@ func (e *auditEvent) key() objectKey {
 	}
 	return objectKey{e.ObjectRef.Resource, e.ObjectRef.Namespace, e.ObjectRef.Name}
 }
+
 // isLease: a request on one of the managers' Leases (every Lease in their
 // namespace: the single one, one per controller, the certificates').
 func (e *auditEvent) isLease() bool {

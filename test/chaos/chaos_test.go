@@ -307,7 +307,7 @@ type figures struct {
 	rolloutCreates          int // the rollout clients' requests and failures
 	rolloutLists            int
 	rolloutFailures         int
-	skewedWrites            int64 // Lease writes the skew webhook shifted
+	skewedWrites            int64               // Lease writes the skew webhook shifted
 	violations              map[string][]string // invariant -> findings
 }
 

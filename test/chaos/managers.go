@@ -125,16 +125,16 @@ type supervisor struct {
 	args     [][]string // per slot
 	lease    string     // the Lease the leader faults act on
 
-	mu       sync.Mutex
-	procs    []*framework.Process
-	paused   map[*framework.Process]bool
-	killed   map[*framework.Process]bool
+	mu     sync.Mutex
+	procs  []*framework.Process
+	paused map[*framework.Process]bool
+	killed map[*framework.Process]bool
 	// terminated are the processes a rollout sent SIGTERM.
 	terminated map[*framework.Process]bool
-	exits    []exit
-	starts   int
-	stopping bool
-	wg       sync.WaitGroup
+	exits      []exit
+	starts     int
+	stopping   bool
+	wg         sync.WaitGroup
 }
 
 func newSupervisor(launcher *framework.Launcher, kubeconfigs []string, cfg config) *supervisor {
