@@ -505,14 +505,18 @@ func waitWebhooksServing(ctx context.Context, c *framework.Cluster) error {
 		return err
 	}
 	var last error
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		app := &appv1beta1.App{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Spec: appv1beta1.AppSpec{Image: "nginx:1.27"}}
-		if _, last = c.Typed.AppV1beta1().Apps(metav1.NamespaceDefault).Create(ctx, app,
-			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); last != nil {
+		if _, err := c.Typed.AppV1beta1().Apps(metav1.NamespaceDefault).Create(ctx, app,
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			last = fmt.Errorf("creating an App (dry run): %w", err)
 			return false, nil
 		}
-		_, last = dyn.Resource(appsV1).Namespace(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
-		return last == nil, nil
+		if _, err := dyn.Resource(appsV1).Namespace(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{}); err != nil {
+			last = fmt.Errorf("listing apps v1: %w", err)
+			return false, nil
+		}
+		return true, nil
 	})
 	if err != nil {
 		return fmt.Errorf("the webhooks never served: %w (last error: %v)", err, last)

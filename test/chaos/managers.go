@@ -146,6 +146,10 @@ func newSupervisor(launcher *framework.Launcher, kubeconfigs []string, cfg confi
 			"--leader-elect-lease-duration=" + leaseDuration.String(),
 			"--leader-elect-renew-deadline=" + renewDeadline.String(),
 			"--leader-elect-retry-period=" + retryPeriod.String(),
+			// The load is stored as the suite writes it: the design notes'
+			// inversion of enable_ingress on create (test/e2e covers it)
+			// would turn the Apps without a Service invalid.
+			"--app-invert-enable-ingress=false",
 		}
 		if cfg.perController {
 			args = append(args, "--leader-elect-per-controller=true", "--standby=warm")
