@@ -7,16 +7,22 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	appcontroller "github.com/ndsl/controller-manager/controllers/app"
+	"github.com/ndsl/controller-manager/controllers/cleanup"
+	"github.com/ndsl/controller-manager/controllers/ingress"
+	"github.com/ndsl/controller-manager/controllers/pipeline"
 	"github.com/ndsl/controller-manager/test/e2e/framework"
 )
 
 // auditPolicy logs what the invariants need and little else: every request
-// on the managers' Lease (reads too: they say when a process saw the Lease
-// pass to someone else), and every write by the managers' ServiceAccounts.
+// on the managers' Leases (reads too: they say when a process saw a Lease
+// pass to someone else), with the body of each write (the holder it names:
+// a release names none), and every write by the managers' ServiceAccounts.
 // Events and the reviews of delegated authentication are left out.
 var auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -29,12 +35,17 @@ rules:
   - group: "events.k8s.io"
   - group: "authentication.k8s.io"
   - group: "authorization.k8s.io"
+- level: Request
+  namespaces: ["` + framework.ManagerNamespace + `"]
+  verbs: ["create", "update"]
+  resources:
+  - group: "coordination.k8s.io"
+    resources: ["leases"]
 - level: Metadata
   namespaces: ["` + framework.ManagerNamespace + `"]
   resources:
   - group: "coordination.k8s.io"
     resources: ["leases"]
-    resourceNames: ["` + framework.LeaseName + `"]
 - level: Metadata
   userGroups: ["system:serviceaccounts:` + framework.ManagerNamespace + `"]
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
@@ -59,6 +70,12 @@ type auditEvent struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
+	// RequestObject is logged for Lease writes only.
+	RequestObject *struct {
+		Spec struct {
+			HolderIdentity *string `json:"holderIdentity"`
+		} `json:"spec"`
+	} `json:"requestObject"`
 	RequestReceived metav1.MicroTime `json:"requestReceivedTimestamp"`
 	StageTimestamp  metav1.MicroTime `json:"stageTimestamp"`
 }
@@ -74,9 +91,23 @@ func (e *auditEvent) key() objectKey {
 	}
 	return objectKey{e.ObjectRef.Resource, e.ObjectRef.Namespace, e.ObjectRef.Name}
 }
+
+// isLease: a request on one of the managers' Leases (every Lease in their
+// namespace: the single one, one per controller, the certificates').
 func (e *auditEvent) isLease() bool {
-	return e.ObjectRef != nil && e.ObjectRef.Resource == "leases" && e.ObjectRef.Name == framework.LeaseName &&
-		e.ObjectRef.Namespace == framework.ManagerNamespace
+	return e.ObjectRef != nil && e.ObjectRef.Resource == "leases" && e.ObjectRef.Namespace == framework.ManagerNamespace
+}
+
+// holder is the holder identity a Lease write names; "" for a release.
+// Without the body (an audit policy that logged none), the writer.
+func (e *auditEvent) holder() string {
+	if e.RequestObject == nil {
+		return e.User.Username
+	}
+	if h := e.RequestObject.Spec.HolderIdentity; h != nil {
+		return *h
+	}
+	return ""
 }
 func (e *auditEvent) isWrite() bool {
 	switch e.Verb {
@@ -125,21 +156,58 @@ func readAudit(path string) ([]auditEvent, error) {
 	return events, nil
 }
 
-// leaseTimeline is what the audit log says about the Lease: every
-// successful write of it (an acquisition or renewal by its writer, or a
-// theft) and every read, per user.
+// coveringLease names the Lease under which a manager's write must be
+// made, from the client that sent it (its user agent ends in
+// controller-manager/<client>): the certificates' Lease for the certificate
+// writer, the controller's own Lease in per-controller mode, else the single
+// Lease; "" for a client that holds no Lease and must write nothing.
+func coveringLease(e *auditEvent, perController bool) string {
+	const prefix = "controller-manager/"
+	i := strings.LastIndex(e.UserAgent, prefix)
+	if i < 0 {
+		return ""
+	}
+	switch client := e.UserAgent[i+len(prefix):]; {
+	case client == "webhook-certificates":
+		return certsLease
+	case slices.Contains(controllerNames, client):
+		if perController {
+			return framework.LeaseName + "-" + client
+		}
+		return framework.LeaseName
+	}
+	return ""
+}
+
+// certsLease is the Lease of the one writer of the webhook certificates.
+const certsLease = framework.LeaseName + "-certs"
+
+// controllerNames are the manager's controllers, as their clients' user
+// agents and their per-controller Leases name them.
+var controllerNames = []string{appcontroller.ControllerName, ingress.ControllerName, pipeline.ControllerName, cleanup.ControllerName}
+
+// leaseTimeline is what the audit log says about one Lease: every
+// successful write of it (an acquisition, renewal or release by a manager,
+// or a theft) and every read, per user.
 type leaseTimeline struct {
+	name     string
 	writes   []*auditEvent            // successful creates and updates, by completion
 	reads    map[string][]*auditEvent // gets per user, by receipt
 	requests map[string][]*auditEvent // every request on the Lease per user, by receipt
 }
 
-func newLeaseTimeline(events []auditEvent) *leaseTimeline {
-	l := &leaseTimeline{reads: map[string][]*auditEvent{}, requests: map[string][]*auditEvent{}}
+// leaseTimelines are the timelines of every Lease of the managers, by name.
+func leaseTimelines(events []auditEvent) map[string]*leaseTimeline {
+	out := map[string]*leaseTimeline{}
 	for i := range events {
 		e := &events[i]
 		if !e.isLease() {
 			continue
+		}
+		l := out[e.ObjectRef.Name]
+		if l == nil {
+			l = &leaseTimeline{name: e.ObjectRef.Name, reads: map[string][]*auditEvent{}, requests: map[string][]*auditEvent{}}
+			out[e.ObjectRef.Name] = l
 		}
 		l.requests[e.User.Username] = append(l.requests[e.User.Username], e)
 		switch {
@@ -149,21 +217,45 @@ func newLeaseTimeline(events []auditEvent) *leaseTimeline {
 			l.writes = append(l.writes, e)
 		}
 	}
-	sort.SliceStable(l.writes, func(i, j int) bool { return l.writes[i].completed().Before(l.writes[j].completed()) })
-	return l
+	for _, l := range out {
+		sort.SliceStable(l.writes, func(i, j int) bool { return l.writes[i].completed().Before(l.writes[j].completed()) })
+	}
+	return out
 }
 
-// holderChanges counts the successful Lease writes whose writer differs
-// from the previous one's: acquisitions (and thefts).
+// holderChanges counts the successful Lease writes naming a holder other
+// than the last one named: acquisitions (and thefts); releases aside.
 func (l *leaseTimeline) holderChanges() int {
 	n, last := 0, ""
 	for _, w := range l.writes {
-		if w.User.Username != last {
+		if h := w.holder(); h != "" && h != last {
 			n++
-			last = w.User.Username
+			last = h
 		}
 	}
 	return n
+}
+
+// liveTakeovers are the acquisitions of a live Lease, that is double
+// leadership: a manager's write naming itself holder when the write before
+// named another holder (not a release) and completed less than the lease
+// duration before this one was received. A replica may take a Lease only
+// after seeing it unchanged for the lease duration on its own clock, counted
+// from a read that came after that write: so on the API server's clock no
+// later writer can come sooner, whatever the replicas' wall clocks say.
+func (l *leaseTimeline) liveTakeovers() []string {
+	var out []string
+	var prev *auditEvent
+	for _, w := range l.writes {
+		if h := w.holder(); prev != nil && h != "" && userSlot(w.User.Username) >= 0 && prev.holder() != "" && prev.holder() != h {
+			if gap := w.received().Sub(prev.completed()); gap < leaseDuration {
+				out = append(out, fmt.Sprintf("Lease %s: %s took it for %s %v after %s wrote it for %s (lease %v)", l.name, w.User.Username, h,
+					gap.Round(time.Millisecond), prev.User.Username, prev.holder(), leaseDuration))
+			}
+		}
+		prev = w
+	}
+	return out
 }
 
 // leaseVerdict says whether a write by user, received at t, was made while
@@ -173,17 +265,23 @@ type leaseVerdict int
 const (
 	held leaseVerdict = iota
 	// inFlightAfterTheft: someone else wrote the Lease before the write
-	// arrived, within the lease of user's last renewal, and user had not
-	// read the Lease since: only a stolen Lease allows it, and nothing
-	// short of fencing tokens could prevent it.
+	// arrived, within the renew deadline of user's last renewal and within
+	// the retry period of that theft, and user had not read the Lease
+	// since: only a stolen Lease allows it, and nothing short of fencing
+	// tokens could prevent it.
 	inFlightAfterTheft
+	// lateAfterTheft: as inFlightAfterTheft, but past the retry period:
+	// user's election loop reads the Lease every retry period, and its lease
+	// guard stops writes as soon as a read names another holder.
+	lateAfterTheft
 	notHeld
 )
 
 // judge classifies a write by user received at t, and says why when the
 // user did not hold the Lease.
 func (l *leaseTimeline) judge(user string, t time.Time) (leaseVerdict, string) {
-	// The user's last successful acquisition or renewal answered before t.
+	// The user's last successful acquisition or renewal answered before t,
+	// unless it released the Lease after it.
 	var last *auditEvent
 	for _, w := range l.writes {
 		if !w.completed().Before(t) {
@@ -193,11 +291,17 @@ func (l *leaseTimeline) judge(user string, t time.Time) (leaseVerdict, string) {
 			last = w
 		}
 	}
-	if last == nil {
-		return notHeld, "it had never acquired the Lease"
+	switch {
+	case last == nil:
+		return notHeld, fmt.Sprintf("it had never acquired Lease %s", l.name)
+	case last.holder() == "":
+		return notHeld, fmt.Sprintf("it had released Lease %s at %s", l.name, last.completed().UTC().Format("15:04:05.000"))
 	}
-	if age := t.Sub(last.received()); age > leaseDuration {
-		return notHeld, fmt.Sprintf("its last renewal was received %v earlier, past the %v lease", age.Round(time.Millisecond), leaseDuration)
+	// The lease guard lets a write leave only within the renew deadline of
+	// the last renewal's sending, which is before the API server received it.
+	if age := t.Sub(last.received()); age > renewDeadline {
+		return notHeld, fmt.Sprintf("its last renewal of Lease %s was received %v earlier, past the %v renew deadline", l.name,
+			age.Round(time.Millisecond), renewDeadline)
 	}
 	// Did anyone else write the Lease after that renewal and before t?
 	i := slices.IndexFunc(l.writes, func(w *auditEvent) bool {
@@ -207,10 +311,12 @@ func (l *leaseTimeline) judge(user string, t time.Time) (leaseVerdict, string) {
 		return held, ""
 	}
 	other := l.writes[i]
+	var firstRead *auditEvent
 	for _, r := range l.reads[user] {
 		if !r.received().After(other.completed()) {
 			continue
 		}
+		firstRead = r
 		// The audit log says when the API server answered the read, not
 		// when the process got the answer (which is when its lease guard
 		// acts), and a write the guard let through just before may arrive
@@ -218,11 +324,22 @@ func (l *leaseTimeline) judge(user string, t time.Time) (leaseVerdict, string) {
 		// election loop after it has handled the answer: writes received
 		// after that one are the process's own doing.
 		if next := l.nextRequest(user, r); next != nil && next.received().Before(t) {
-			return notHeld, fmt.Sprintf("%s wrote the Lease at %s; it read the Lease at %s and sent its next Lease request at %s",
-				other.User.Username, other.completed().UTC().Format("15:04:05.000"), r.received().UTC().Format("15:04:05.000"),
+			return notHeld, fmt.Sprintf("%s wrote Lease %s at %s; it read the Lease at %s and sent its next Lease request at %s",
+				other.User.Username, l.name, other.completed().UTC().Format("15:04:05.000"), r.received().UTC().Format("15:04:05.000"),
 				next.received().UTC().Format("15:04:05.000"))
 		}
 		break
+	}
+	// The election loop reads the Lease within a retry period of the theft;
+	// the API server's time to answer that read is added, as it is when the
+	// guard learns of the theft.
+	bound := retryPeriod
+	if firstRead != nil {
+		bound += firstRead.completed().Sub(firstRead.received())
+	}
+	if late := t.Sub(other.completed()); late > bound {
+		return lateAfterTheft, fmt.Sprintf("%s wrote Lease %s at %s, %v before, past the %v retry period (and the read's answer)",
+			other.User.Username, l.name, other.completed().UTC().Format("15:04:05.000"), late.Round(time.Millisecond), bound.Round(time.Millisecond))
 	}
 	return inFlightAfterTheft, ""
 }

@@ -30,14 +30,28 @@ func leaseEvent(user, verb string, ms int, code int) auditEvent {
 	return e
 }
 
+// withHolder gives a Lease write the body the audit policy logs: the
+// holder it names, "" for a release.
+func withHolder(e auditEvent, holder string) auditEvent {
+	e.RequestObject = &struct {
+		Spec struct {
+			HolderIdentity *string `json:"holderIdentity"`
+		} `json:"spec"`
+	}{}
+	if holder != "" {
+		e.RequestObject.Spec.HolderIdentity = &holder
+	}
+	return e
+}
+
 // TestJudgeWrites: the verdicts on writes against a Lease history with a
-// renewal, an expiry and a takeover, and a theft.
+// renewal, an expiry and a takeover, a theft, and a release.
 func TestJudgeWrites(t *testing.T) {
-	a, b := slotUser(0), slotUser(1)
+	a, b, c := slotUser(0), slotUser(1), slotUser(2)
 	ms := func(n int) time.Time {
 		return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Millisecond)
 	}
-	l := newLeaseTimeline([]auditEvent{
+	l := leaseTimelines([]auditEvent{
 		leaseEvent(a, "create", 0, 201),
 		leaseEvent(a, "update", 1000, 200),
 		leaseEvent(b, "update", 1500, 409), // a failed attempt changes nothing
@@ -48,31 +62,115 @@ func TestJudgeWrites(t *testing.T) {
 		leaseEvent("admin", "update", 9000, 200),
 		leaseEvent(b, "get", 9500, 200),
 		leaseEvent(b, "get", 10500, 200),
-	})
+		// c takes it after the thief's lease, and it is stolen at 20.5 s;
+		// c does not read it again.
+		leaseEvent(c, "update", 20000, 200),
+		leaseEvent("admin", "update", 20500, 200),
+	})[framework.LeaseName]
+	released := leaseTimelines([]auditEvent{
+		withHolder(leaseEvent(a, "create", 0, 201), "a"),
+		withHolder(leaseEvent(a, "update", 1000, 200), ""),
+	})[framework.LeaseName]
 	for _, tc := range []struct {
-		name string
-		user string
-		at   time.Time
-		want leaseVerdict
+		name  string
+		lease *leaseTimeline
+		user  string
+		at    time.Time
+		want  leaseVerdict
 	}{
-		{"before any acquisition", b, ms(500), notHeld},
-		{"right after acquiring", a, ms(10), held},
-		{"within the lease of the last renewal", a, ms(6900), held},
-		{"past the lease of the last renewal", a, ms(7100), notHeld},
-		{"the new holder", b, ms(8100), held},
-		{"the old holder after the takeover", a, ms(8100), notHeld},
-		{"in flight after the theft, not yet read", b, ms(9200), inFlightAfterTheft},
+		{"before any acquisition", l, b, ms(500), notHeld},
+		{"right after acquiring", l, a, ms(10), held},
+		{"within the renew deadline of the last renewal", l, a, ms(4900), held},
+		// The lease guard stops writes at the renew deadline; the lease
+		// duration is when others may take over.
+		{"past the renew deadline, within the lease", l, a, ms(5100), notHeld},
+		{"past the lease of the last renewal", l, a, ms(7100), notHeld},
+		{"the new holder", l, b, ms(8100), held},
+		{"the old holder after the takeover", l, a, ms(8100), notHeld},
+		{"in flight after the theft, not yet read", l, b, ms(9200), inFlightAfterTheft},
 		// The answer may not have reached b yet: a write its guard let
 		// through before may still arrive.
-		{"after the read was answered", b, ms(9600), inFlightAfterTheft},
-		{"after the next Lease request", b, ms(10600), notHeld},
+		{"after the read was answered", l, b, ms(9600), inFlightAfterTheft},
+		{"after the next Lease request", l, b, ms(10600), notHeld},
+		{"within the retry period of a theft", l, c, ms(21400), inFlightAfterTheft},
+		// c's election loop reads the Lease within a retry period, and its
+		// guard stops writes then.
+		{"past the retry period of a theft", l, c, ms(21600), lateAfterTheft},
+		{"before the release", released, a, ms(900), held},
+		{"after the release", released, a, ms(1100), notHeld},
 	} {
-		if got, why := l.judge(tc.user, tc.at); got != tc.want {
+		if got, why := tc.lease.judge(tc.user, tc.at); got != tc.want {
 			t.Errorf("%s: verdict %d (%s), want %d", tc.name, got, why, tc.want)
 		}
 	}
-	if got := l.holderChanges(); got != 3 {
-		t.Errorf("holder changes = %d, want 3 (a, b, the thief)", got)
+	if got := l.holderChanges(); got != 5 {
+		t.Errorf("holder changes = %d, want 5 (a, b, the thief, c, the thief)", got)
+	}
+}
+
+// TestLiveTakeovers: a manager taking a Lease whose last write (not a
+// release) is less than the lease duration old is double leadership.
+func TestLiveTakeovers(t *testing.T) {
+	a, b := slotUser(0), slotUser(1)
+	for _, tc := range []struct {
+		name   string
+		events []auditEvent
+		want   int
+	}{
+		{"after the lease", []auditEvent{
+			withHolder(leaseEvent(a, "update", 0, 200), "a"),
+			withHolder(leaseEvent(b, "update", 6100, 200), "b")}, 0},
+		{"after a release", []auditEvent{
+			withHolder(leaseEvent(a, "update", 0, 200), "a"),
+			withHolder(leaseEvent(a, "update", 50, 200), ""),
+			withHolder(leaseEvent(b, "update", 100, 200), "b")}, 0},
+		{"a renewed Lease taken", []auditEvent{
+			withHolder(leaseEvent(a, "update", 0, 200), "a"),
+			withHolder(leaseEvent(a, "update", 1000, 200), "a"),
+			withHolder(leaseEvent(b, "update", 3000, 200), "b")}, 1},
+		{"a thief's live Lease taken", []auditEvent{
+			withHolder(leaseEvent("admin", "update", 0, 200), thief),
+			withHolder(leaseEvent(b, "update", 5000, 200), "b")}, 1},
+		{"a thief taking a live Lease is the fault, not double leadership", []auditEvent{
+			withHolder(leaseEvent(a, "update", 0, 200), "a"),
+			withHolder(leaseEvent("admin", "update", 100, 200), thief)}, 0},
+		{"a failed attempt", []auditEvent{
+			withHolder(leaseEvent(a, "update", 0, 200), "a"),
+			withHolder(leaseEvent(b, "update", 100, 409), "b")}, 0},
+	} {
+		var got []string
+		for _, l := range leaseTimelines(tc.events) {
+			got = append(got, l.liveTakeovers()...)
+		}
+		if len(got) != tc.want {
+			t.Errorf("%s: %d takeovers of a live Lease %q, want %d", tc.name, len(got), got, tc.want)
+		}
+	}
+}
+
+// TestCoveringLease: each client's writes belong to its own Lease.
+func TestCoveringLease(t *testing.T) {
+	const base = "chaos-cm/v0.0.0 (linux/amd64) kubernetes/$Format/controller-manager/"
+	for _, tc := range []struct {
+		client        string
+		perController bool
+		want          string
+	}{
+		{"app", false, framework.LeaseName},
+		{"app", true, framework.LeaseName + "-app"},
+		{"cleanup", true, framework.LeaseName + "-cleanup"},
+		{"webhook-certificates", false, framework.LeaseName + "-certs"},
+		{"webhook-certificates", true, framework.LeaseName + "-certs"},
+		{"webhooks", false, ""},
+		{"leader-election", true, ""},
+	} {
+		e := auditEvent{UserAgent: base + tc.client}
+		if got := coveringLease(&e, tc.perController); got != tc.want {
+			t.Errorf("client %s, per-controller %t: %q, want %q", tc.client, tc.perController, got, tc.want)
+		}
+	}
+	if got := coveringLease(&auditEvent{UserAgent: "kubectl/v1.36.3"}, false); got != "" {
+		t.Errorf("kubectl: %q, want none", got)
 	}
 }
 

@@ -14,11 +14,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
+
+	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
 
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 	"github.com/ndsl/controller-manager/test/e2e/framework"
@@ -102,22 +103,6 @@ func TestChaos(t *testing.T) {
 	if err := cluster.ScaleInClusterManager(setupCtx, 0); err != nil {
 		t.Fatal(err)
 	}
-	// The managers run the controllers only (the launcher's default,
-	// --webhooks=false): nothing serves the webhook Service, and the
-	// webhooks fail closed, so their configurations go, as test/e2e does
-	// where the API server cannot call the processes, and the CRDs convert
-	// without a webhook: the namespace controller lists every served
-	// version of what a deleted namespace holds, and a conversion webhook
-	// nobody serves kept the Pipelines' namespace Terminating for good. The
-	// CRDs' CEL rules still validate; the managers and the suite use only
-	// the stored version. test/e2e covers the webhooks with a replica
-	// killed.
-	if err := cluster.RemoveWebhookConfigurations(setupCtx); err != nil {
-		t.Fatal(err)
-	}
-	if err := withoutConversionWebhooks(setupCtx, cluster); err != nil {
-		t.Fatal(err)
-	}
 	var kubeconfigs []string
 	for slot := range cfg.managers {
 		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: slotAccount(slot)}}
@@ -139,19 +124,42 @@ func TestChaos(t *testing.T) {
 	}
 	launcher := framework.NewLauncher(cfg.binary, kubeconfigs[0], logDir)
 	launcher.Args, launcher.Token = framework.SuiteArgs, observer
-	sup := newSupervisor(launcher, kubeconfigs)
+	sup := newSupervisor(launcher, kubeconfigs, cfg)
+	// The webhooks are on, as installed: every process serves them behind a
+	// stand-in for the webhook Service that routes by readiness, the API
+	// server calls them for every App and Pipeline write, and converts
+	// through them for every read of apps v1 (the namespace controller's
+	// included).
+	svc, err := newWebhookService(sup.processes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	launcher.Webhooks = svc
+	if err := cluster.PointWebhooksAt(setupCtx, "https://"+svc.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	skew, err := newSkewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
 	runCtx, stopRun := context.WithCancel(ctx)
 	t.Cleanup(func() {
 		stopRun()
 		sup.stop()
 		launcher.Close()
+		_ = svc.Close()
+		_ = skew.Close()
 	})
+	go svc.probe(runCtx)
 	if err := sup.start(setupCtx, runCtx); err != nil {
 		t.Fatal(err)
 	}
 	w := newWorld(cluster, cfg)
-	x := &runner{w: w, sup: sup}
+	x := &runner{w: w, sup: sup, svc: svc, skew: skew}
 	if _, _, err := x.waitLeader(setupCtx); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitWebhooksServing(setupCtx, cluster); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.createLoad(setupCtx, rand.New(rand.NewPCG(cfg.seed, 0x10ad))); err != nil {
@@ -250,7 +258,12 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.analyse(t, w, events, exits, exitsBefore, quietEnd)
+	f.skewedWrites = skew.mutated.Load()
+	failed, err := failedReconciles(logDir)
+	if err != nil {
+		t.Error(err)
+	}
+	f.analyse(t, w, events, exits, exitsBefore, quietEnd, failed)
 	stopRun()
 	sup.stop()
 
@@ -291,8 +304,14 @@ type figures struct {
 	writesBySlot            map[int]int
 	holderChanges           int
 	exits, leaseLostExits   int
-	killed                  int
+	killed, terminated      int // by kill -9, by SIGTERM (rollouts and the like)
 	inFlightAfterTheft      int
+	leases                  int // Leases in the audit log
+	secretWrites            int // of the webhook certificate Secret
+	rolloutCreates          int // the rollout clients' requests and failures
+	rolloutLists            int
+	rolloutFailures         int
+	skewedWrites            int64               // Lease writes the skew webhook shifted
 	violations              map[string][]string // invariant -> findings
 }
 
@@ -304,12 +323,19 @@ func (f *figures) violate(invariant, format string, args ...any) {
 }
 
 // analyse applies the invariants that the audit log and the exits decide.
-func (f *figures) analyse(t *testing.T, w *world, events []auditEvent, exits []exit, exitsBefore int, quietEnd time.Time) {
+func (f *figures) analyse(t *testing.T, w *world, events []auditEvent, exits []exit, exitsBefore int, quietEnd time.Time, failed map[objectKey]int) {
 	t.Helper()
-	lease := newLeaseTimeline(events)
-	f.holderChanges = lease.holderChanges()
-	if len(lease.writes) == 0 {
-		t.Errorf("the audit log has no write of the Lease: the audit policy or the log is broken")
+	leases := leaseTimelines(events)
+	if target := leases[w.cfg.targetLease()]; target == nil || len(target.writes) == 0 {
+		t.Errorf("the audit log has no write of Lease %s: the audit policy or the log is broken", w.cfg.targetLease())
+	} else {
+		f.holderChanges = target.holderChanges()
+	}
+	f.leases = len(leases)
+	for _, l := range leases {
+		for _, v := range l.liveTakeovers() {
+			f.violate("double leadership", "%s", v)
+		}
 	}
 	f.writesBySlot = map[int]int{}
 	statusWrites := map[objectKey]int{}
@@ -334,13 +360,28 @@ func (f *figures) analyse(t *testing.T, w *world, events []auditEvent, exits []e
 		}
 		f.writes++
 		f.writesBySlot[slot]++
+		key := e.key()
+		if key == (objectKey{"secrets", framework.ManagerNamespace, webhookCertSecret}) && e.ok() {
+			f.secretWrites++
+		}
+		name := coveringLease(e, w.cfg.perController)
+		lease := leases[name]
+		switch {
+		case name == "":
+			f.violate("write covered by no Lease", "%s (user agent %q)", e, e.UserAgent)
+			continue
+		case lease == nil:
+			f.violate("write without the Lease", "%s: Lease %s was never written", e, name)
+			continue
+		}
 		switch verdict, why := lease.judge(e.User.Username, e.received()); verdict {
 		case notHeld:
 			f.violate("write without the Lease", "%s: %s", e, why)
+		case lateAfterTheft:
+			f.violate("write after a stolen Lease past the retry period", "%s: %s", e, why)
 		case inFlightAfterTheft:
 			f.inFlightAfterTheft++
 		}
-		key := e.key()
 		if e.ObjectRef.Subresource == "status" && e.ok() {
 			f.statusWrites++
 			statusWrites[key]++
@@ -361,11 +402,43 @@ func (f *figures) analyse(t *testing.T, w *world, events []auditEvent, exits []e
 			owner.namespace = ""
 		}
 		changes := 1 + disturbed[owner] + created[owner]
-		if bound := statusWritesPerChange * changes; n > bound {
-			f.violate("status flapping", "%s: %d status writes for %d changes (bound %d)", key, n, changes, bound)
+		// A failed reconcile's status says so, once (sync's "failures
+		// included"): a child write cancelled by the lease guard when the
+		// API server, overloaded, answered after the renew deadline.
+		if bound := statusWritesPerChange*changes + failed[owner]; n > bound {
+			f.violate("status flapping", "%s: %d status writes for %d changes and %d failed reconciles (bound %d)", key, n, changes, failed[owner], bound)
+		}
+	}
+	// The certificate Secret: one writer at a time, and a certificate that
+	// covers a replica's names is kept, so replicas with different names
+	// cost a write each, not a loop.
+	w.mu.Lock()
+	certChanges := len(w.certNames)
+	rollouts := slices.Clone(w.rollouts)
+	w.mu.Unlock()
+	if bound := 1 + certSecretWritesPerChange*certChanges; f.secretWrites > bound {
+		f.violate("certificate Secret rewritten", "%d writes of Secret %s/%s for %d replicas with other names (bound %d)",
+			f.secretWrites, framework.ManagerNamespace, webhookCertSecret, certChanges, bound)
+	}
+	for _, r := range rollouts {
+		f.rolloutCreates += r.creates
+		f.rolloutLists += r.lists
+		f.rolloutFailures += len(r.failures)
+		for _, failure := range r.failures {
+			f.violate("failed client request during a rollout", "%s", failure)
 		}
 	}
 	for i, e := range exits {
+		if e.terminated {
+			f.terminated++
+			// A process that had lost its Lease before the SIGTERM reached
+			// it (an API server restart just before) exits 1 as it must.
+			if e.code != 0 && !e.leaseLost {
+				f.violate("unclean exit after SIGTERM", "%s exited (%s) at %s after the suite's SIGTERM, want 0", e.name, e.description,
+					e.at.UTC().Format("15:04:05.000"))
+			}
+			continue
+		}
 		if e.killed {
 			f.killed++
 			continue
@@ -401,9 +474,12 @@ func (f *figures) violationCount() int {
 
 func (f *figures) summary() string {
 	return fmt.Sprintf("figures: mode %s seed %d: %d fault steps (%s) over %v; converged %v in %v; manager writes %d (per slot %v), status writes %d; "+
-		"Lease holder changes %d; exits after Lease loss %d, other exits %d, killed by the suite %d; writes in flight after a theft %d; violations %d",
+		"Lease holder changes %d (%d Leases audited); exits after Lease loss %d, other exits %d, killed by the suite %d, SIGTERM by the suite %d; "+
+		"writes in flight after a theft %d; certificate Secret writes %d; rollout clients: %d creates and %d v1 lists, %d failed; "+
+		"Lease writes skewed %d; violations %d",
 		f.mode, f.seed, f.steps, f.kinds(), f.faultPhase.Round(time.Second), f.converged, f.convergence.Round(100*time.Millisecond), f.writes, f.writesBySlot,
-		f.statusWrites, f.holderChanges, f.leaseLostExits, f.exits-f.leaseLostExits, f.killed, f.inFlightAfterTheft, f.violationCount())
+		f.statusWrites, f.holderChanges, f.leases, f.leaseLostExits, f.exits-f.leaseLostExits, f.killed, f.terminated, f.inFlightAfterTheft,
+		f.secretWrites, f.rolloutCreates, f.rolloutLists, f.rolloutFailures, f.skewedWrites, f.violationCount())
 }
 
 // kinds is the steps carried out per kind, in the schedule's kind order.
@@ -429,25 +505,30 @@ func (f *figures) appendRow(path string) error {
 	return err
 }
 
-// withoutConversionWebhooks sets the installed CRDs' conversion strategy to
-// None and stops serving v1, as manifests/crd has it: v1 is served only
-// with the conversion webhook. The test op refuses the patch if v1 moved.
-func withoutConversionWebhooks(ctx context.Context, c *framework.Cluster) error {
-	crds, err := controlplane.CRDs()
+// waitWebhooksServing waits until the API server calls the webhooks: an App
+// created with dryRun is admitted and apps v1 are listed (converted), once
+// a replica has written the certificate and the caBundles.
+func waitWebhooksServing(ctx context.Context, c *framework.Cluster) error {
+	dyn, err := dynamic.NewForConfig(c.Config)
 	if err != nil {
 		return err
 	}
-	client, err := apiextensionsclient.NewForConfig(c.Config)
-	if err != nil {
-		return err
-	}
-	patch := []byte(`[{"op":"replace","path":"/spec/conversion","value":{"strategy":"None"}},` +
-		`{"op":"test","path":"/spec/versions/0/name","value":"v1"},{"op":"replace","path":"/spec/versions/0/served","value":false}]`)
-	for _, crd := range crds {
-		if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, crd.Name, types.JSONPatchType, patch,
-			metav1.PatchOptions{}); err != nil {
-			return fmt.Errorf("turning off the conversion webhook of CRD %s: %w", crd.Name, err)
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		app := &appv1beta1.App{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Spec: appv1beta1.AppSpec{Image: "nginx:1.27"}}
+		if _, err := c.Typed.AppV1beta1().Apps(metav1.NamespaceDefault).Create(ctx, app,
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			last = fmt.Errorf("creating an App (dry run): %w", err)
+			return false, nil
 		}
+		if _, err := dyn.Resource(appsV1).Namespace(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{}); err != nil {
+			last = fmt.Errorf("listing apps v1: %w", err)
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the webhooks never served: %w (last error: %v)", err, last)
 	}
 	return nil
 }

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	appcontroller "github.com/ndsl/controller-manager/controllers/app"
+	"github.com/ndsl/controller-manager/test/e2e/framework"
 )
 
 // Environment variables of the suite.
@@ -31,6 +34,9 @@ const (
 	envReport = "CHAOS_REPORT"
 	// envBinary is the manager binary (make build), as for test/e2e.
 	envBinary = "E2E_MANAGER_BINARY"
+	// envLeases is "single" (default: one Lease for every controller) or
+	// "per-controller" (--leader-elect-per-controller).
+	envLeases = "CHAOS_LEASES"
 	// envArtifacts keeps the control plane's and the managers' logs and
 	// the audit log.
 	envArtifacts = "CHAOS_ARTIFACTS"
@@ -59,6 +65,9 @@ type config struct {
 	// convergeBound is the stated bound on convergence after the last
 	// fault: the suite fails if the world is not converged by then.
 	convergeBound time.Duration
+	// perController runs the managers with one Lease per controller; the
+	// faults then target the App controller's Lease.
+	perController bool
 	binary        string
 	artifacts     string
 	report        string
@@ -71,6 +80,15 @@ const (
 	renewDeadline = 4 * time.Second
 	retryPeriod   = time.Second
 )
+
+// targetLease is the Lease the leader faults act on: the single Lease, or
+// the App controller's in per-controller mode.
+func (c config) targetLease() string {
+	if c.perController {
+		return framework.LeaseName + "-" + appcontroller.ControllerName
+	}
+	return framework.LeaseName
+}
 
 func configFromEnv() (config, error) {
 	c := config{mode: os.Getenv(envMode), managers: 3, binary: os.Getenv(envBinary),
@@ -114,6 +132,13 @@ func configFromEnv() (config, error) {
 				return c, fmt.Errorf("%s=%q: want a positive number", env, v)
 			}
 		}
+	}
+	switch v := os.Getenv(envLeases); v {
+	case "", "single":
+	case "per-controller":
+		c.perController = true
+	default:
+		return c, fmt.Errorf("%s=%q: want single or per-controller", envLeases, v)
 	}
 	if v := os.Getenv(envFaults); v != "" {
 		for _, name := range strings.Split(v, ",") {

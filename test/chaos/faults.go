@@ -29,8 +29,10 @@ const thief = "chaos-thief"
 
 // runner carries out the steps of a schedule.
 type runner struct {
-	w   *world
-	sup *supervisor
+	w    *world
+	sup  *supervisor
+	svc  *webhookService
+	skew *skewServer
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
@@ -95,6 +97,12 @@ func (x *runner) run(ctx context.Context, s step) error {
 		return x.editOwners(ctx, r)
 	case deleteOwners:
 		return x.deleteOwners(ctx, r)
+	case rollout:
+		return x.rollout(ctx)
+	case certFlags:
+		return x.changeCertFlags(ctx, r, n)
+	case skewClock:
+		return x.skewClock(ctx, r, n)
 	}
 	return fmt.Errorf("unknown step kind %d", s.kind)
 }
@@ -134,7 +142,7 @@ func (x *runner) aftermath(ctx context.Context, p *framework.Process, holder str
 		if p.Exited() {
 			return true, nil
 		}
-		l, err := x.w.c.Kube.CoordinationV1().Leases(framework.ManagerNamespace).Get(ctx, framework.LeaseName, metav1.GetOptions{})
+		l, err := x.w.c.Kube.CoordinationV1().Leases(framework.ManagerNamespace).Get(ctx, x.sup.lease, metav1.GetOptions{})
 		if err != nil {
 			return false, nil // the API server may be restarting
 		}
@@ -160,7 +168,7 @@ func (x *runner) steal(ctx context.Context) error {
 	var from string
 	err := retrying(ctx, "stealing the Lease", func(ctx context.Context) error {
 		leases := x.w.c.Kube.CoordinationV1().Leases(framework.ManagerNamespace)
-		l, err := leases.Get(ctx, framework.LeaseName, metav1.GetOptions{})
+		l, err := leases.Get(ctx, x.sup.lease, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

@@ -70,7 +70,13 @@ type world struct {
 		key   objectKey
 		steps int
 	}
-	log []string
+	// rollouts are the rollout clients' counts, one per rollout step;
+	// rolloutApps numbers the rollouts, for the names of their Apps.
+	rollouts    []clientCounts
+	rolloutApps int
+	// certNames are the extra certificate names the cert-flags steps gave.
+	certNames []string
+	log       []string
 }
 
 func newWorld(c *framework.Cluster, cfg config) *world {

@@ -23,12 +23,16 @@ const (
 	deleteNamespace                   // a namespace of Apps, or the Pipelines' namespace, deleted
 	editOwners                        // spec edits of Apps and Pipelines, annotation toggles of Services
 	deleteOwners                      // Apps, Pipelines and annotated Services deleted
+	rollout                           // every replica replaced in turn (SIGTERM) while clients create Apps and read v1
+	certFlags                         // a replica restarted with other certificate names (--webhook-cert-extra-names)
+	skewClock                         // one replica's Lease stamps skewed by ±30 s from then on
 	numFaultKinds
 )
 
 var faultKindName = [numFaultKinds]string{
 	"kill-leader", "pause-leader", "restart-apiserver", "restart-etcd", "steal-lease",
 	"edit-children", "delete-children", "delete-claims", "delete-namespace", "edit-owners", "delete-owners",
+	"rollout", "cert-flags", "skew-clock",
 }
 
 func (k faultKind) String() string { return faultKindName[k] }

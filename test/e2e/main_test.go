@@ -154,10 +154,12 @@ func setupProcesses(ctx context.Context, binary, dir string) (*framework.Launche
 	}
 	// The local API server calls the processes' webhooks through a balancer
 	// on 127.0.0.1, standing in for the webhook Service.
-	if l.Webhooks, err = tcpbalancer.New(); err != nil {
+	balancer, err := tcpbalancer.New()
+	if err != nil {
 		return nil, err
 	}
-	return l, cluster.PointWebhooksAt(ctx, "https://"+l.Webhooks.Addr())
+	l.Webhooks = balancer
+	return l, cluster.PointWebhooksAt(ctx, "https://"+balancer.Addr())
 }
 
 // managerBinary is $E2E_MANAGER_BINARY made absolute. The suite never

@@ -18,7 +18,6 @@ import (
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
-	"github.com/ndsl/controller-manager/pkg/testing/tcpbalancer"
 )
 
 // Launcher starts manager processes of one binary, all authenticating with
@@ -43,13 +42,21 @@ type Launcher struct {
 	// Webhooks, when set, stands in for the webhook Service: every process
 	// serves the webhooks on a port of its own and is its backend while it
 	// runs. Nil runs the processes with --webhooks=false.
-	Webhooks *tcpbalancer.Balancer
+	Webhooks WebhookBackends
 
 	spawner *controlplane.Spawner
 	client  *http.Client
 	mu      sync.Mutex
 	names   map[string]int
 	closed  bool
+}
+
+// WebhookBackends is what stands in for the webhook Service: the launcher
+// adds each process's webhook address once it serves, and removes it when the
+// process exits. A tcpbalancer.Balancer is one.
+type WebhookBackends interface {
+	Add(addr string)
+	Remove(addr string)
 }
 
 // SuiteArgs are the e2e suite's manager flags: leader election on with the

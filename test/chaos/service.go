@@ -1,0 +1,151 @@
+package chaos
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ndsl/controller-manager/test/e2e/framework"
+)
+
+// The manifests' readiness probe of the manager: /readyz every 2 s, 1 s
+// timeout, unready on the first failure.
+const (
+	probePeriod  = 2 * time.Second
+	probeTimeout = time.Second
+)
+
+// webhookService stands in for the webhook Service and its endpoints as a
+// cluster routes them: a new connection goes, round robin, to a process
+// that serves its webhooks and passed its last readiness probe; a process
+// leaves the endpoints on its first failed probe (within probePeriod of
+// SIGTERM, as the endpoints drop a pod whose readiness fails) or when it
+// exits. Unlike test/e2e's balancer, a connection sent to an endpoint that
+// refuses it is not tried elsewhere: kube-proxy does not retry either, so a
+// replica that closes its webhook port while still routed to fails the API
+// server's call, which is what the rollout fault must never see.
+type webhookService struct {
+	ln    net.Listener
+	procs func() []*framework.Process
+
+	mu      sync.Mutex
+	serving map[string]bool // added by the launcher, not exited
+	ready   map[string]bool // passed its last probe
+	next    int
+}
+
+func newWebhookService(procs func() []*framework.Process) (*webhookService, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &webhookService{ln: ln, procs: procs, serving: map[string]bool{}, ready: map[string]bool{}}
+	go s.accept()
+	return s, nil
+}
+
+// Addr is host:port of the stand-in Service.
+func (s *webhookService) Addr() string { return s.ln.Addr().String() }
+
+// Close stops accepting connections.
+func (s *webhookService) Close() error { return s.ln.Close() }
+
+// Add is the launcher's: the process at addr serves its webhooks. It is
+// routed to once a probe passes, as a started pod becomes an endpoint once
+// ready.
+func (s *webhookService) Add(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.serving[addr] = true
+}
+
+// Remove is the launcher's: the process at addr exited.
+func (s *webhookService) Remove(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.serving, addr)
+	delete(s.ready, addr)
+}
+
+// endpoints are the addresses routed to, sorted.
+func (s *webhookService) endpoints() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for addr := range s.serving {
+		if s.ready[addr] {
+			out = append(out, addr)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// probe runs the readiness probe of every running process every
+// probePeriod until ctx ends.
+func (s *webhookService) probe(ctx context.Context) {
+	t := time.NewTicker(probePeriod)
+	defer t.Stop()
+	for {
+		var wg sync.WaitGroup
+		for _, p := range s.procs() {
+			if p == nil || p.WebhookAddr == "" || p.Exited() {
+				continue
+			}
+			wg.Go(func() {
+				pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+				defer cancel()
+				code, _, err := p.Get(pctx, "/readyz")
+				ok := err == nil && code == http.StatusOK
+				s.mu.Lock()
+				if s.serving[p.WebhookAddr] {
+					s.ready[p.WebhookAddr] = ok
+				}
+				s.mu.Unlock()
+			})
+		}
+		wg.Wait()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *webhookService) accept() {
+	for {
+		conn, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		go s.forward(conn)
+	}
+}
+
+// forward passes conn to one endpoint; with none, or if that one refuses,
+// conn is closed, as a Service without endpoints or a dead endpoint does.
+func (s *webhookService) forward(conn net.Conn) {
+	defer conn.Close()
+	eps := s.endpoints()
+	if len(eps) == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.next++
+	backend := eps[s.next%len(eps)]
+	s.mu.Unlock()
+	upstream, err := net.DialTimeout("tcp", backend, 2*time.Second)
+	if err != nil {
+		return
+	}
+	defer upstream.Close()
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(upstream, conn); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(conn, upstream); done <- struct{}{} }()
+	<-done
+}

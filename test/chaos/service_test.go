@@ -1,0 +1,84 @@
+package chaos
+
+import (
+	"bufio"
+	"net"
+	"testing"
+)
+
+// TestWebhookServiceRoutesToReadyEndpointsOnly: the stand-in routes only to
+// processes that serve and passed their probe, and, as kube-proxy, does not
+// hide an endpoint whose port closed while it is still routed to: the
+// connection fails. test/e2e's balancer skips it, which is why no test could
+// see a replica closing its webhook port at SIGTERM (issue 22).
+func TestWebhookServiceRoutesToReadyEndpointsOnly(t *testing.T) {
+	s, err := newWebhookService(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dial := func() (string, error) {
+		c, err := net.Dial("tcp", s.Addr())
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		return bufio.NewReader(c).ReadString('\n')
+	}
+	live := echoServer(t, "live")
+	s.Add(live)
+	if got, err := dial(); err == nil {
+		t.Errorf("a serving process that passed no probe got a connection: %q", got)
+	}
+	s.mu.Lock()
+	s.ready[live] = true
+	s.mu.Unlock()
+	if got, err := dial(); err != nil || got != "live\n" {
+		t.Errorf("the ready endpoint: %q, %v", got, err)
+	}
+	// A port closed while routed to (a replica without a lame duck).
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	s.Add(deadAddr)
+	s.mu.Lock()
+	s.ready[deadAddr] = true
+	s.mu.Unlock()
+	failed := 0
+	for range 4 {
+		if _, err := dial(); err != nil {
+			failed++
+		}
+	}
+	if failed != 2 {
+		t.Errorf("%d of 4 connections failed with a closed port among 2 endpoints, want 2 (round robin, no retry elsewhere)", failed)
+	}
+	s.Remove(deadAddr)
+	if got, err := dial(); err != nil || got != "live\n" {
+		t.Errorf("after the closed port left the endpoints: %q, %v", got, err)
+	}
+}
+
+// echoServer serves its name, one line, to every connection.
+func echoServer(t *testing.T, name string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte(name + "\n"))
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
