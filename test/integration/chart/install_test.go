@@ -117,7 +117,11 @@ func TestChartInstallUpgradeKeepsCABundles(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for i, apply := range []string{"--server-side=false", "--server-side=true"} {
+	for i, upgrade := range []struct {
+		apply     string
+		operation metav1.ManagedFieldsOperationType
+	}{{"--server-side=false", metav1.ManagedFieldsOperationUpdate}, {"--server-side=true", metav1.ManagedFieldsOperationApply}} {
+		apply := upgrade.apply
 		label := fmt.Sprintf("upgrade-%d", i)
 		values["commonLabels"] = map[string]any{"chart-test/upgraded": label}
 		if out, err := helm(t, "upgrade", release, chartDir(t), "--kubeconfig", kubeconfig, "--namespace", ns, apply,
@@ -133,6 +137,15 @@ func TestChartInstallUpgradeKeepsCABundles(t *testing.T) {
 		v, err := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "ndsl-controller-manager", metav1.GetOptions{})
 		if err != nil || v.Labels["chart-test/upgraded"] != label {
 			t.Fatalf("helm upgrade %s: ValidatingWebhookConfiguration labels %v (%v), want chart-test/upgraded=%s", apply, v.Labels, err, label)
+		}
+		// And by the way asked for: a three-way merge patch (operation
+		// Update) or a server-side apply.
+		helmWrote := false
+		for _, f := range v.ManagedFields {
+			helmWrote = helmWrote || (f.Manager == "helm" && f.Operation == upgrade.operation)
+		}
+		if !helmWrote {
+			t.Errorf("helm upgrade %s: no managedFields entry of helm with operation %s: %+v", apply, upgrade.operation, managers(v.ManagedFields))
 		}
 		after := readBundles(ctx, t)
 		for k, v := range injected {
@@ -156,4 +169,12 @@ func TestChartInstallUpgradeKeepsCABundles(t *testing.T) {
 	if _, err := cp.Client.AppsV1().Deployments(ns).Get(ctx, "controller-manager", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("after helm uninstall the Deployment is still there (%v)", err)
 	}
+}
+
+func managers(fields []metav1.ManagedFieldsEntry) []string {
+	var out []string
+	for _, f := range fields {
+		out = append(out, f.Manager+" "+string(f.Operation))
+	}
+	return out
 }
