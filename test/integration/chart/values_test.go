@@ -144,13 +144,13 @@ func TestChartPipelineValuesAreFlags(t *testing.T) {
 // The other knobs reach the Deployment.
 func TestChartDeploymentValues(t *testing.T) {
 	objects := render(t, "ndsl-system", map[string]any{
-		"image":        map[string]any{"repository": "registry.example.com/ndsl/controller-manager", "tag": "v9.9.9", "pullPolicy": "Always"},
-		"replicas":     3,
-		"controllers":  []any{"*", "-ingress"},
-		"extraArgs":    []any{"--concurrent-app-syncs=7"},
-		"nodeSelector": map[string]any{"kubernetes.io/os": "linux"},
-		"tolerations":  []any{map[string]any{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}},
-		"cleanup":      map[string]any{"enabled": true, "stalePeriod": "2h", "dryRun": true},
+		"image":          map[string]any{"repository": "registry.example.com/ndsl/controller-manager", "tag": "v9.9.9", "pullPolicy": "Always"},
+		"replicas":       3,
+		"controllers":    []any{"*", "-ingress"},
+		"extraArgs":      []any{"--concurrent-app-syncs=7"},
+		"nodeSelector":   map[string]any{"kubernetes.io/os": "linux"},
+		"tolerations":    []any{map[string]any{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}},
+		"cleanup":        map[string]any{"enabled": true, "stalePeriod": "2h", "dryRun": true},
 		"leaderElection": map[string]any{"leaseDuration": "20s"},
 	})
 	d := deploymentOf(t, objects)
