@@ -132,6 +132,16 @@ func kustomizeWith(t *testing.T, name string) []object {
 	return kustomize(t, dir)
 }
 
+// kustomizeComponent is kustomizeWith for a part that only the kustomize
+// components have: the test is skipped without manifests/components/<name>.
+func kustomizeComponent(t *testing.T, name string) []object {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(repoRoot(t), "manifests", "components", name)); err != nil {
+		t.Skipf("no kustomize component %s: %v", name, err)
+	}
+	return kustomizeWith(t, name)
+}
+
 // object is one rendered document.
 type object map[string]any
 

@@ -27,6 +27,10 @@ func TestChartMatchesManifests(t *testing.T) {
 		{"cleanup", func(t *testing.T) []object { return kustomizeWith(t, "cleanup") }, map[string]any{"cleanup": map[string]any{"enabled": true}}},
 		{"cert-manager", func(t *testing.T) []object { return kustomizeWith(t, "cert-manager") },
 			map[string]any{"webhooks": map[string]any{"certificates": "cert-manager"}}},
+		// Only the kustomize component scrapes as the chart does (the old
+		// overlay used bearerTokenFile).
+		{"prometheus", func(t *testing.T) []object { return kustomizeComponent(t, "prometheus") },
+			map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := byKey(tc.kustomize(t))
