@@ -123,13 +123,30 @@ func kustomizeWith(t *testing.T, name string) []object {
 	if _, err := os.Stat(component); err != nil {
 		return kustomize(t, filepath.Join(root, "manifests", "overlays", name))
 	}
+	// A kustomization of the user's, as manifests/ documents it: kustomize
+	// takes relative paths only, and the namespace transformers come last.
 	dir := t.TempDir()
+	rel := func(path string) string {
+		r, err := filepath.Rel(dir, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
 	k := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [%q]\ncomponents: [%q]\n",
-		filepath.Join(root, "manifests", "default"), component)
+		rel(filepath.Join(root, "manifests", "default")), rel(component))
+	if namespace := filepath.Join(root, "manifests", "namespace"); exists(namespace) {
+		k += fmt.Sprintf("transformers: [%q]\n", rel(namespace))
+	}
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return kustomize(t, dir)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // kustomizeComponent is kustomizeWith for a part that only the kustomize

@@ -76,12 +76,15 @@ func compareObjects(t *testing.T, want, got object) {
 		wo, gotOpts := parseArgs(t, wantArgs), parseArgs(t, gotArgs)
 		if gotOpts.Webhook.CertDir != "" {
 			// cert-manager's certificate also serves /metrics (the chart's
-			// Certificate names the metrics Service), so Prometheus verifies it.
+			// Certificate names the metrics Service), so Prometheus verifies
+			// it; the old kustomize overlay did not.
 			if gotOpts.Generic.TLSCertFile != gotOpts.Webhook.CertDir+"/tls.crt" || gotOpts.Generic.TLSKeyFile != gotOpts.Webhook.CertDir+"/tls.key" {
 				t.Errorf("cert-manager: --tls-cert-file %q, --tls-private-key-file %q: want cert-manager's certificate in %s",
 					gotOpts.Generic.TLSCertFile, gotOpts.Generic.TLSKeyFile, gotOpts.Webhook.CertDir)
 			}
-			gotOpts.Generic.TLSCertFile, gotOpts.Generic.TLSKeyFile = "", ""
+			if wo.Generic.TLSCertFile == "" {
+				gotOpts.Generic.TLSCertFile, gotOpts.Generic.TLSKeyFile = "", ""
+			}
 		}
 		if !reflect.DeepEqual(wo, gotOpts) {
 			t.Errorf("Deployment args %q parse to other options than the manifests' %q:\n%s", gotArgs, wantArgs, diff.Diff(wo, gotOpts))
