@@ -11,13 +11,15 @@ OUTPUT := $(ROOT)/_output
 # inside a test's deadline.
 MANAGER_BINARY := $(OUTPUT)/controller-manager
 
-# component-base parses the version as semver: it must start with vX.Y.Z.
-BASE_VERSION := v0.1.0
-VERSION ?= $(BASE_VERSION)-$(shell git describe --always --dirty 2>/dev/null || echo unknown)
+# The version from git describe (hack/version.sh): vX.Y.Z on a release tag,
+# vX.Y.Z-N-g<sha> after one, v0.0.0-N-g<sha> before the first.
+VERSION ?= $(shell hack/version.sh)
+VERSION_PARTS := $(subst ., ,$(patsubst v%,%,$(firstword $(subst -, ,$(VERSION)))))
 GIT_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(VERSION) \
-           -X k8s.io/component-base/version.gitMajor=0 -X k8s.io/component-base/version.gitMinor=1 \
+           -X k8s.io/component-base/version.gitMajor=$(word 1,$(VERSION_PARTS)) \
+           -X k8s.io/component-base/version.gitMinor=$(word 2,$(VERSION_PARTS)) \
            -X k8s.io/component-base/version.gitCommit=$(GIT_COMMIT) \
            -X k8s.io/component-base/version.buildDate=$(BUILD_DATE)
 
@@ -44,11 +46,11 @@ chart-package: helm ## Package charts/controller-manager into _output/charts/.
 	"$$(hack/build-helm.sh)" package charts/controller-manager --destination $(OUTPUT)/charts
 
 .PHONY: generate
-generate: ## Regenerate clients, listers, informers, apply configurations and CRDs (and the chart's copies).
+generate: ## Regenerate clients, listers, informers, apply configurations, CRDs, docs/api-reference.md and the chart's copies.
 	hack/update-codegen.sh
 
 .PHONY: verify
-verify: ## gofmt, go vet and generated code up to date.
+verify: ## gofmt, go vet and generated code (docs/api-reference.md included) up to date.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	hack/verify-codegen.sh
@@ -79,6 +81,27 @@ docker-build: ## Build the container image IMG (needs Docker with BuildKit; buil
 .PHONY: docker-push
 docker-push: ## Push the container image IMG.
 	$(DOCKER) push $(IMG)
+
+# The release image: linux/amd64 and linux/arm64 (Go cross-compiles; the
+# build stage runs on the build machine's platform), pushed with an SBOM and
+# provenance attestations. Needs docker buildx and a registry.
+PLATFORMS ?= linux/amd64,linux/arm64
+
+.PHONY: docker-buildx
+docker-buildx: ## Build and push the multi-arch image IMG for PLATFORMS, with SBOM and provenance.
+	$(DOCKER) buildx build --platform $(PLATFORMS) --build-arg LDFLAGS='-s -w $(LDFLAGS)' \
+		--sbom=true --provenance=mode=max --push -t $(IMG) .
+
+# The one-file installer of a release: manifests/default with image IMG.
+.PHONY: release-manifests
+release-manifests: kubectl ## Write _output/release/install.yaml: manifests/default with image IMG.
+	@mkdir -p $(OUTPUT)/release
+	$(KUBECTL_CMD) kustomize manifests/default | sed 's|image: controller-manager:latest|image: $(IMG)|' >$(OUTPUT)/release/install.yaml
+	@echo "wrote $(OUTPUT)/release/install.yaml for $(IMG)"
+
+.PHONY: version
+version: ## Print the version a build stamps.
+	@echo $(VERSION)
 
 # Cluster verbs use the kubectl on PATH, else build kubectl alone.
 KUBECTL_CMD = $(or $(shell command -v kubectl 2>/dev/null),$(KUBECTL))
@@ -118,6 +141,20 @@ e2e: build controlplane ## End-to-end suite: local cluster, manifests, two proce
 e2e-kind: kubectl helm ## The e2e suite on a kind cluster (1 control plane, 2 workers) running the image installed by the Helm chart (E2E_INSTALL=kustomize: manifests/default); KEEP_CLUSTER=1 keeps it. Offline, builds the node image.
 	KIND_CLUSTER=$(KIND_CLUSTER) E2E_INSTALL=$(E2E_INSTALL) VERSION=$(VERSION) LDFLAGS='-s -w $(LDFLAGS)' E2E_ARTIFACTS=$(OUTPUT)/e2e-kind \
 		E2E_FLAGS='$(E2E_FLAGS)' hack/kind/e2e.sh
+
+# The README's quick start: the stages of make e2e-kind up to its suite,
+# leaving the cluster (context kind-<name>) for the user. Its own default
+# name, so that make e2e-kind, which deletes its cluster, never takes it;
+# KIND_CLUSTER given on the command line or in the environment names both.
+KIND_UP_CLUSTER ?= $(if $(filter command line environment,$(origin KIND_CLUSTER)),$(KIND_CLUSTER),ndsl)
+
+.PHONY: kind-up
+kind-up: kubectl ## A kind cluster (1 control plane, 2 workers) running the manager's image with manifests/default, left running; again: rebuild and redeploy.
+	KIND_CLUSTER=$(KIND_UP_CLUSTER) VERSION=$(VERSION) LDFLAGS='-s -w $(LDFLAGS)' E2E_ARTIFACTS=$(OUTPUT)/kind hack/kind/up.sh up
+
+.PHONY: kind-down
+kind-down: ## Delete the cluster of make kind-up.
+	KIND_CLUSTER=$(KIND_UP_CLUSTER) hack/kind/up.sh down
 
 # The fault-injection suite (test/chaos, issue 12). `make test` runs its CI
 # mode through go test ./... (see docs/reliability.md); `make chaos` runs the

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates everything derived from apis/: deepcopy functions, the typed
 # clientset, listers, informers and apply configurations in pkg/generated/,
-# and the CRD manifests in manifests/crd/, then copies them (and the alerts
-# and dashboard) into the Helm chart (hack/update-chart.sh).
+# the CRD manifests in manifests/crd/, docs/api-reference.md from them, and
+# the chart's copies of the CRDs, alerts and dashboard (hack/update-chart.sh).
 #
 # The generators are pinned by hack/tools/codegen/go.mod and built from
 # source into hack/bin/codegen (or $CODEGEN_GOBIN); nothing is downloaded
@@ -53,5 +53,7 @@ go tool -modfile="${TOOLS_DIR}/go.mod" controller-gen \
     paths=./apis/... \
     output:crd:artifacts:config=manifests/crd
 
+echo "Generating docs/api-reference.md"
+go run ./hack/apidocs --crds manifests/crd --out docs/api-reference.md
 echo "Copying the CRDs, alerts and dashboard into the Helm chart"
 "${REPO_ROOT}/hack/update-chart.sh"

@@ -9,6 +9,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -120,29 +121,6 @@ func withPullPolicy(p corev1.PullPolicy) func(*appv1beta1.App) {
 	return func(a *appv1beta1.App) { a.Spec.ImagePullPolicy = p }
 }
 
-// An App without a pull policy is applied with exactly the fields, hence the
-// AppliedAnnotation hash, it was applied with before the field existed: an
-// upgraded manager rewrites no Deployment it already migrated. The hashes
-// are those of the Deployments on the AppLabel selector (every Deployment
-// of an older manager is replaced once, see migration.go).
-func TestDesiredDeploymentWithoutPullPolicyUnchanged(t *testing.T) {
-	for _, tc := range []struct {
-		app  *appv1beta1.App
-		want string
-	}{
-		{app: testApp(), want: "0f865f99ed09c0f3f25bac5a"},
-		{app: testApp(func(a *appv1beta1.App) { a.Spec.Image, a.Spec.Replicas, a.Spec.Port = "nginx:latest", nil, 0 }), want: "38d4d6d0b44525b9f5b0a1ac"},
-	} {
-		got, err := controller.AppliedHash(desiredDeployment(tc.app, newSelectors(tc.app)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != tc.want {
-			t.Errorf("App %+v: applied hash %s, want %s as before imagePullPolicy existed", tc.app.Spec, got, tc.want)
-		}
-	}
-}
-
 // The drift comparison sees a changed pull policy, and does not see the
 // server's default for an unset one as drift.
 func TestDeploymentPullPolicyDrift(t *testing.T) {
@@ -160,7 +138,7 @@ func TestDeploymentPullPolicyDrift(t *testing.T) {
 	}{
 		{name: "unset, server default IfNotPresent", want: "", live: corev1.PullIfNotPresent, upToDate: true},
 		{name: "unset, server default Always", want: "", live: corev1.PullAlways, upToDate: true},
-		{name: "unset after Never", want: "", live: corev1.PullNever, upToDate: true}, // the hash sees this one
+		{name: "unset after Never", want: "", live: corev1.PullNever, upToDate: true}, // without managedFields: not this manager's
 		{name: "set as live", want: corev1.PullNever, live: corev1.PullNever, upToDate: true},
 		{name: "changed", want: corev1.PullNever, live: corev1.PullIfNotPresent, upToDate: false},
 		{name: "set over the default", want: corev1.PullIfNotPresent, live: corev1.PullAlways, upToDate: false},
@@ -175,17 +153,16 @@ func TestDeploymentPullPolicyDrift(t *testing.T) {
 			}
 		})
 	}
-	// Fields alone cannot see that a policy was unset; the applied hash can.
-	set, err := controller.AppliedHash(desiredDeployment(testApp(withPullPolicy(corev1.PullNever)), newSelectors(testApp())))
+	// A policy this manager applied and no longer sets is drift: the apply
+	// that follows gives it back to the server's default.
+	applied := live(corev1.PullNever)
+	entry, err := controller.AppliedEntry(desiredDeployment(testApp(withPullPolicy(corev1.PullNever)), newSelectors(testApp())))
 	if err != nil {
 		t.Fatal(err)
 	}
-	unset, err := controller.AppliedHash(desiredDeployment(testApp(), newSelectors(testApp())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if set == unset {
-		t.Errorf("the applied hash is %s with and without a pull policy: unsetting it would never be applied", set)
+	applied.ManagedFields = []metav1.ManagedFieldsEntry{entry}
+	if got, err := controller.UpToDate(desiredDeployment(testApp(), newSelectors(testApp())), applied); err != nil || got {
+		t.Errorf("unsetting an applied pull policy: UpToDate = %v, %v; want false", got, err)
 	}
 }
 
@@ -272,7 +249,7 @@ func liveDeployment(t *testing.T, app *appv1beta1.App) *appsv1.Deployment {
 }
 
 // upToDate reports whether the controller leaves live as it is.
-func upToDate(t *testing.T, desired, live any) bool {
+func upToDate(t *testing.T, desired any, live runtime.Object) bool {
 	t.Helper()
 	ok, err := controller.UpToDate(desired, live)
 	if err != nil {
@@ -281,8 +258,8 @@ func upToDate(t *testing.T, desired, live any) bool {
 	return ok
 }
 
-// A write is due when a field the controller sets drifted, or when the
-// container's port list is not exactly the desired one.
+// A write is due when a field the controller sets drifted; entries others
+// add to keyed lists are theirs.
 func TestDeploymentDrift(t *testing.T) {
 	app := testApp()
 	cases := []struct {
@@ -297,10 +274,11 @@ func TestDeploymentDrift(t *testing.T) {
 		{name: "pod label changed", edit: func(d *appsv1.Deployment) { d.Spec.Template.Labels[NameLabel] = "x" }, wantWrite: true},
 		{name: "container renamed", edit: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "main" }, wantWrite: true},
 		{name: "container port edited", edit: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort = 9 }, wantWrite: true},
+		// Another manager's entry of a keyed list is its own: kept.
 		{name: "container port added", edit: func(d *appsv1.Deployment) {
 			c := &d.Spec.Template.Spec.Containers[0]
 			c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: 9090, Protocol: corev1.ProtocolTCP})
-		}, wantWrite: true},
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -339,9 +317,10 @@ func TestServiceDrift(t *testing.T) {
 		{name: "selector extended (atomic map)", edit: func(s *corev1.Service) { s.Spec.Selector["tier"] = "web" }, wantWrite: true},
 		{name: "type changed", edit: func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort }, wantWrite: true},
 		{name: "port edited", edit: func(s *corev1.Service) { s.Spec.Ports[0].Port = 9 }, wantWrite: true},
+		// Another manager's entry of a keyed list is its own: kept.
 		{name: "port added", edit: func(s *corev1.Service) {
 			s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Port: 9090, Protocol: corev1.ProtocolTCP})
-		}, wantWrite: true},
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

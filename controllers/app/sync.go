@@ -53,17 +53,18 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	sel := selectorsOf(app, liveDeployment, liveService)
 
 	var obs observed
+	var writes childWrites
 	if sel.replaceDeployment {
 		obs.deployment = liveDeployment
 		if err := c.replaceLegacyDeployment(ctx, app, liveDeployment); err != nil {
 			obs.errs = append(obs.errs, err)
 		}
-	} else if obs.deployment, err = syncChild(ctx, c, app, c.deployments, true, true, func(app *appv1beta1.App) *appsv1ac.DeploymentApplyConfiguration {
+	} else if obs.deployment, err = syncChild(ctx, c, app, &writes, c.deployments, true, true, func(app *appv1beta1.App) *appsv1ac.DeploymentApplyConfiguration {
 		return desiredDeployment(app, sel)
 	}); err != nil {
 		obs.errs = append(obs.errs, err)
 	}
-	if obs.service, err = syncChild(ctx, c, app, c.services, app.Spec.EnableService, true, func(app *appv1beta1.App) *corev1ac.ServiceApplyConfiguration {
+	if obs.service, err = syncChild(ctx, c, app, &writes, c.services, app.Spec.EnableService, true, func(app *appv1beta1.App) *corev1ac.ServiceApplyConfiguration {
 		return desiredService(app, sel)
 	}); err != nil {
 		obs.errs = append(obs.errs, err)
@@ -73,7 +74,7 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	ingressOf := func(app *appv1beta1.App) *networkingv1ac.IngressApplyConfiguration {
 		return desiredIngress(app, c.opts)
 	}
-	if obs.ingress, err = syncChild(ctx, c, app, c.ingresses, app.Spec.EnableIngress, obs.service != nil, ingressOf); err != nil {
+	if obs.ingress, err = syncChild(ctx, c, app, &writes, c.ingresses, app.Spec.EnableIngress, obs.service != nil, ingressOf); err != nil {
 		obs.errs = append(obs.errs, err)
 	}
 
@@ -90,6 +91,8 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		obs.pods = podsOf(app, pods)
 	}
 
+	writes.record(c.recorder, app)
+
 	// The status says what happened, failures included.
 	status := appStatus(app, obs, metav1.NewTime(c.now()))
 	if err := c.updateStatus(ctx, app, status); err != nil {
@@ -101,8 +104,8 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 // syncChild applies the App's child of one kind, or deletes it when the App
 // no longer asks for it (wanted), and returns it as it now is: nil when it
 // is missing or not the App's. mayCreate false leaves a missing child
-// missing.
-func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx context.Context, c *Controller, app *appv1beta1.App,
+// missing. What it wrote goes to writes, for the reconcile's one event.
+func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx context.Context, c *Controller, app *appv1beta1.App, writes *childWrites,
 	children *controller.Children[T, AC], wanted, mayCreate bool, desired func(*appv1beta1.App) AC) (T, error) {
 	var none T
 	live, found, err := children.Get(app.Namespace, app.Name)
@@ -116,7 +119,7 @@ func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx co
 		}
 		if deleted {
 			c.consistency.Deleted(app, children.Resource, live)
-			c.recorder.Eventf(app, corev1.EventTypeNormal, "Deleted"+children.Kind, "Deleted %s %s: the App no longer asks for it", children.Kind, app.Name)
+			writes.deleted = append(writes.deleted, children.Kind)
 		}
 		return none, nil
 	case !wanted:
@@ -140,10 +143,10 @@ func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx co
 		return none, c.writeFailed(app, write.Verb(), children.Kind, err)
 	case write == controller.Created:
 		c.consistency.Wrote(app, children.Resource, written)
-		c.recorder.Eventf(app, corev1.EventTypeNormal, "Created"+children.Kind, "Created %s %s", children.Kind, app.Name)
+		writes.created = append(writes.created, children.Kind)
 	case write == controller.Updated:
 		c.consistency.Wrote(app, children.Resource, written)
-		c.recorder.Eventf(app, corev1.EventTypeNormal, "Updated"+children.Kind, "Updated %s %s to match the App", children.Kind, app.Name)
+		writes.updated = append(writes.updated, children.Kind)
 	}
 	return written, nil
 }

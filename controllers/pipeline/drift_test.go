@@ -6,6 +6,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -13,9 +15,9 @@ import (
 )
 
 // The controller applies a child when the cached object lacks a field the
-// desired one sets, or when the desired fields changed (AppliedHash): the
-// API server's apply then merges, keeping server defaults and what others
-// set, and drops what the controller no longer sets.
+// desired one sets, or holds one this manager applied and no longer sets:
+// the API server's apply then merges, keeping server defaults and what
+// others set, and drops what the controller no longer sets.
 
 // serverDefaulted adds what the API server and other controllers add to a
 // Deployment the controller created: none of it is drift.
@@ -44,7 +46,7 @@ func serverDefaultedDeployment(d *appsv1.Deployment) *appsv1.Deployment {
 	return live
 }
 
-func upToDate(t *testing.T, desired, live any) bool {
+func upToDate(t *testing.T, desired any, live runtime.Object) bool {
 	t.Helper()
 	ok, err := controller.UpToDate(desired, live)
 	if err != nil {
@@ -53,30 +55,28 @@ func upToDate(t *testing.T, desired, live any) bool {
 	return ok
 }
 
-func appliedHash(t *testing.T, desired any) string {
+// applied gives live the managedFields entry an apply of desired leaves.
+func applied(t *testing.T, desired any, live *appsv1.Deployment) *appsv1.Deployment {
 	t.Helper()
-	h, err := controller.AppliedHash(desired)
+	entry, err := controller.AppliedEntry(desired)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	live.ManagedFields = []metav1.ManagedFieldsEntry{entry}
+	return live
 }
 
 func TestDeploymentDrift(t *testing.T) {
 	p := samplePipeline()
 	desired := desiredDeployment(p, "ns", 0, PodSecurityBaseline)
-	live := serverDefaultedDeployment(mustTyped[appsv1.Deployment](desired))
+	live := applied(t, desired, serverDefaultedDeployment(mustTyped[appsv1.Deployment](desired)))
 	if !upToDate(t, desired, live) {
 		t.Fatal("server defaults and others' labels and annotations counted as drift")
 	}
 
 	drifts := map[string]func(d *appsv1.Deployment){
-		"image":    func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "other" },
-		"replicas": func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) },
-		"extra env (BEGIN)": func(d *appsv1.Deployment) {
-			c := &d.Spec.Template.Spec.Containers[0]
-			c.Env = append(c.Env, corev1.EnvVar{Name: "X", Value: "y"})
-		},
+		"image":           func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "other" },
+		"replicas":        func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) },
 		"args removed":    func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Args = nil },
 		"affinity gone":   func(d *appsv1.Deployment) { d.Spec.Template.Spec.Affinity = nil },
 		"mount moved":     func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].VolumeMounts[0].MountPath = "/x" },
@@ -122,8 +122,16 @@ func TestDeploymentDrift(t *testing.T) {
 	}
 	unpinned := samplePipeline()
 	unpinned.Spec.Steps[0].Location = ""
-	if appliedHash(t, desiredDeployment(unpinned, "ns", 0, PodSecurityBaseline)) == appliedHash(t, desired) {
-		t.Error("losing its locations does not change what the step is applied with: the affinity would stay")
+	if upToDate(t, desiredDeployment(unpinned, "ns", 0, PodSecurityBaseline), live) {
+		t.Error("losing its locations is not drift: the affinity this manager applied would stay")
+	}
+
+	// An env entry another manager adds is its own: kept, no write.
+	theirs := live.DeepCopy()
+	c := &theirs.Spec.Template.Spec.Containers[0]
+	c.Env = append(c.Env, corev1.EnvVar{Name: "X", Value: "y"})
+	if !upToDate(t, desired, theirs) {
+		t.Error("another manager's env entry counted as drift")
 	}
 }
 
@@ -146,8 +154,8 @@ func TestServiceDrift(t *testing.T) {
 	}
 	morePorts := live.DeepCopy()
 	morePorts.Spec.Ports = append(morePorts.Spec.Ports, corev1.ServicePort{Name: "extra", Port: 1})
-	if upToDate(t, desired, morePorts) {
-		t.Error("extra port not detected")
+	if !upToDate(t, desired, morePorts) {
+		t.Error("another manager's port entry counted as drift: it is its own, kept")
 	}
 }
 

@@ -16,6 +16,7 @@
 #   5. go test ./test/e2e with E2E_MANAGER=deployment;
 #   6. the cluster deleted, unless KEEP_CLUSTER=1 (an existing cluster of the
 #      same name is reused).
+# KIND_UP=1 (make kind-up, hack/kind/up.sh) stops after stage 4.
 # Stage times go to $E2E_ARTIFACTS/timings.txt, logs beside it.
 set -euo pipefail
 
@@ -214,6 +215,7 @@ helm_install() {
     --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}"
 }
 stage "load images and deploy" deploy
+[[ ${KIND_UP:-} != 1 ]] || exit 0
 
 # --- 5. the suite -----------------------------------------------------------
 collect() {

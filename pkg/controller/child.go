@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,8 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/listers"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 )
@@ -28,14 +31,13 @@ type Object interface {
 type ApplyConfiguration[AC any] interface {
 	GetName() *string
 	GetNamespace() *string
-	WithAnnotations(entries map[string]string) AC
 	WithUID(uid types.UID) AC
 }
 
 // ChildClient is the part of a typed client (client-go's gentype clients:
 // Deployments(namespace), PersistentVolumes()...) that writes children.
 type ChildClient[T Object, AC any] interface {
-	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
 	Apply(ctx context.Context, obj AC, opts metav1.ApplyOptions) (T, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
@@ -112,9 +114,8 @@ func (w Write) Verb() string {
 // Apply makes the child desired describes match it, for owner, and returns
 // it as it now is and which write it made (or tried to, with an error).
 // live is the cached child (nil when there is none); one that owner does
-// not control is never written: that is a NotOwnedError.
-// Nothing is sent when live already carries every desired field and was
-// last applied with the same fields (AppliedAnnotation).
+// not control is never written: that is a NotOwnedError. Nothing is sent
+// when live is exactly as desired (upToDate).
 func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desired AC, live T) (T, Write, error) {
 	var none T
 	exists := !isNil(live)
@@ -125,128 +126,73 @@ func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desire
 		// Someone deleted it; its delete event brings the owner back to
 		// create a new one.
 		return live, Unchanged, nil
-	case !exists:
-		// An apply creates or updates whatever is there: an object the
-		// cache has not seen yet (created just before its would-be owner;
-		// informers of different kinds are not ordered) would be taken
-		// over. Read it from the API server first; what is left is the
-		// round trip between this read and the apply.
-		found, err := c.client(ptr.Deref(desired.GetNamespace(), "")).Get(ctx, ptr.Deref(desired.GetName(), ""), metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return none, Unchanged, fmt.Errorf("reading %s %s before creating it: %w", c.Kind,
-				objectName(ptr.Deref(desired.GetNamespace(), ""), ptr.Deref(desired.GetName(), "")), err)
-		default:
-			return c.Apply(ctx, owner, desired, found)
-		}
 	}
-
 	want, err := fields(desired)
 	if err != nil {
 		return none, Unchanged, fmt.Errorf("encoding the desired %s: %w", c.Kind, err)
 	}
-	hash := appliedHash(want)
-	desired = desired.WithAnnotations(map[string]string{AppliedAnnotation: hash})
-	if exists {
-		have, err := fields(live)
-		if err != nil {
-			return none, Unchanged, fmt.Errorf("encoding the cached %s: %w", c.Kind, err)
-		}
-		if live.GetAnnotations()[AppliedAnnotation] == hash && !diff(want, have).any {
-			return live, Unchanged, nil
-		}
+	if !exists {
+		return c.create(ctx, want)
+	}
+	same, err := upToDate(want, live)
+	if err != nil {
+		return none, Unchanged, fmt.Errorf("comparing the cached %s %s with the desired one: %w", c.Kind, klog.KObj(live), err)
+	}
+	if same {
+		return live, Unchanged, nil
 	}
 
-	write := Created
-	if exists {
-		write = Updated
-		// The UID makes the apply an update of the cached child only: the
-		// API server refuses it (uid mismatch, or uid immutable) when the
-		// child has been deleted or replaced by another object since.
-		desired = desired.WithUID(live.GetUID())
+	client := c.client(live.GetNamespace())
+	// A child only created so far: its Create's "Update" entry becomes this
+	// manager's "Apply" entry (client-go's csaupgrade, as kubectl does), so
+	// that the apply below removes the fields it no longer sets. The patch
+	// holds only for live's resourceVersion.
+	upgrade, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(FieldManager), FieldManager)
+	if err != nil {
+		return none, Updated, fmt.Errorf("moving the fields of %s %s to this manager's apply: %w", c.Kind, klog.KObj(live), err)
 	}
-	client := c.client(ptr.Deref(desired.GetNamespace(), ""))
-	written, err := client.Apply(ctx, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if upgrade != nil {
+		if _, err := client.Patch(ctx, live.GetName(), types.JSONPatchType, upgrade, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+			return none, Updated, err
+		}
+	}
+	// The UID makes the apply an update of the cached child only: the API
+	// server refuses it (uid mismatch, or uid immutable) when the child has
+	// been deleted or replaced by another object since.
+	written, err := client.Apply(ctx, desired.WithUID(live.GetUID()), metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	if isUIDRefused(err) {
 		// The cache is behind; the retry sees the object that is there now.
-		return none, write, apierrors.NewConflict(c.Resource, live.GetName(), err)
-	}
-	if err != nil && exists && apierrors.IsInvalid(err) {
-		// Entries another field manager holds in a list the child's
-		// desired fields define (a port re-keyed by hand) survive an
-		// apply, and may make its result invalid: replace those lists,
-		// then apply what else differs.
-		if fixed, replaceErr := c.replaceLists(ctx, client, want, hash, live); replaceErr != nil {
-			err = replaceErr
-		} else if !isNil(fixed) {
-			written, err = fixed, nil
-			if have, encErr := fields(fixed); encErr != nil || diff(want, have).any {
-				written, err = client.Apply(ctx, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
-			}
-		}
+		return none, Updated, apierrors.NewConflict(c.Resource, live.GetName(), err)
 	}
 	if err != nil {
-		return none, write, err
+		return none, Updated, err
 	}
-	if exists {
-		// The same entries may also survive an apply that succeeds.
-		if fixed, err := c.replaceLists(ctx, client, want, hash, written); err != nil {
-			return none, Updated, err
-		} else if !isNil(fixed) {
-			written = fixed
-		}
-		klog.FromContext(ctx).V(2).Info("Updated child", "kind", c.Kind, "child", klog.KObj(written))
-		return written, Updated, nil
-	}
-	klog.FromContext(ctx).V(2).Info("Created child", "kind", c.Kind, "child", klog.KObj(written))
-	return written, Created, nil
+	klog.FromContext(ctx).V(2).Info("Updated child", "kind", c.Kind, "child", klog.KObj(written))
+	return written, Updated, nil
 }
 
-// replaceLists replaces the lists of obj that differ from the desired fields
-// with a JSON patch, valid only for obj's resourceVersion, which also sets
-// AppliedAnnotation to hash; it returns the zero T, and sends nothing, when
-// no list differs.
-func (c *Children[T, AC]) replaceLists(ctx context.Context, client ChildClient[T, AC], want map[string]any, hash string, obj T) (T, error) {
+// create creates the child the cache does not hold, from desired fields. A
+// Create, unlike an apply, never takes over an object of the same name made
+// since the cache looked: AlreadyExists, a transient error, retries the
+// owner, and by then the cache shows what holds the name.
+func (c *Children[T, AC]) create(ctx context.Context, desired map[string]any) (T, Write, error) {
 	var none T
-	have, err := fields(obj)
+	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+	if err := fromFields(desired, obj); err != nil {
+		return none, Created, fmt.Errorf("decoding the desired %s: %w", c.Kind, err)
+	}
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[CreatedAnnotation] = createdHash(desired)
+	obj.SetAnnotations(annotations)
+	created, err := c.client(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
 	if err != nil {
-		return none, err
+		return none, Created, err
 	}
-	d := diff(want, have)
-	if len(d.lists) == 0 {
-		return none, nil
-	}
-	annotate := patchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{AppliedAnnotation: hash}}
-	if obj.GetAnnotations() != nil {
-		annotate = patchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(AppliedAnnotation), Value: hash}
-	}
-	patch, err := d.replacePatch(obj.GetResourceVersion(), annotate)
-	if err != nil {
-		return none, err
-	}
-	klog.FromContext(ctx).V(2).Info("Replacing lists another field manager holds entries of", "kind", c.Kind, "child", klog.KObj(obj))
-	written, err := client.Patch(ctx, obj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-	if isPatchNotApplicable(err) {
-		// The patch was built from obj at its resourceVersion: the object
-		// changed since the cache saw it. A conflict, retried with what the
-		// cache holds then, not a failure to report.
-		return none, apierrors.NewConflict(c.Resource, obj.GetName(), err)
-	}
-	return written, err
-}
-
-// isPatchNotApplicable reports whether err is the API server refusing a JSON
-// patch that does not apply to the object (its resourceVersion test failed,
-// or a path is missing): a 422 without causes, since the server drops the
-// patch library's message. Validation errors, the other 422s, carry causes.
-func isPatchNotApplicable(err error) bool {
-	var status apierrors.APIStatus
-	if !apierrors.IsInvalid(err) || !errors.As(err, &status) {
-		return false
-	}
-	details := status.Status().Details
-	return details == nil || len(details.Causes) == 0
+	klog.FromContext(ctx).V(2).Info("Created child", "kind", c.Kind, "child", klog.KObj(created))
+	return created, Created, nil
 }
 
 // Delete deletes a child owner controls, unless it is already going. The

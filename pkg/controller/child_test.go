@@ -3,21 +3,16 @@ package controller
 import (
 	"context"
 	"errors"
-	"net/http"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 )
 
 func newServiceChildren(t *testing.T) (*Services, *fake.Clientset, func(*corev1.Service)) {
@@ -47,8 +42,10 @@ func desiredChildService() *corev1ac.ServiceApplyConfiguration {
 			WithPorts(corev1ac.ServicePort().WithPort(80).WithTargetPort(intstr.FromInt32(80)).WithProtocol(corev1.ProtocolTCP)))
 }
 
-// Creates are applies, after a read from the API; a reconcile of what the create returned sends
-// nothing; an unowned same-name object is never written.
+// A missing child is created, with no read first; a reconcile of what the
+// create returned sends nothing; a change of the desired fields moves the
+// Create's fields to this manager's apply, then applies; an unowned
+// same-name object is never written.
 func TestChildrenApply(t *testing.T) {
 	ctx := context.Background()
 	children, client, cached := newServiceChildren(t)
@@ -57,11 +54,11 @@ func TestChildrenApply(t *testing.T) {
 	if err != nil || write != Created {
 		t.Fatalf("create: write %v, err %v", write, err)
 	}
-	if n := len(client.Actions()); n != 2 || client.Actions()[0].GetVerb() != "get" || client.Actions()[1].GetVerb() != "patch" {
-		t.Fatalf("create sent %v, want a read, then one apply (patch)", client.Actions())
+	if n := len(client.Actions()); n != 1 || client.Actions()[0].GetVerb() != "create" {
+		t.Fatalf("create sent %v, want one create", client.Actions())
 	}
-	if created.Annotations[AppliedAnnotation] == "" {
-		t.Error("created child carries no applied hash")
+	if created.Annotations[CreatedAnnotation] == "" {
+		t.Error("created child carries no creation hash")
 	}
 
 	client.ClearActions()
@@ -74,14 +71,24 @@ func TestChildrenApply(t *testing.T) {
 		t.Fatalf("a converged child cost %d requests: %v", n, client.Actions())
 	}
 
-	// A field the controller stops setting changes the hash: applied.
-	fewer := desiredChildService()
-	fewer.Labels = nil
-	if _, write, err := children.Apply(ctx, ownerApp(), fewer, created); err != nil || write != Updated {
+	// A field the controller stops setting changes the creation hash.
+	fewer := func() *corev1ac.ServiceApplyConfiguration {
+		svc := desiredChildService()
+		svc.Labels = nil
+		return svc
+	}
+	applied, write, err := children.Apply(ctx, ownerApp(), fewer(), created)
+	if err != nil || write != Updated {
 		t.Fatalf("changed desired fields: write %v, err %v", write, err)
 	}
-
 	client.ClearActions()
+	if _, write, err := children.Apply(ctx, ownerApp(), fewer(), applied); err != nil || write != Unchanged {
+		t.Fatalf("at rest after the apply: write %v, err %v, requests %v", write, err, client.Actions())
+	}
+	if _, ok := applied.Labels[ManagedByLabel]; ok || applied.Annotations[CreatedAnnotation] != "" {
+		t.Errorf("the apply kept what the controller no longer sets: labels %v, annotations %v", applied.Labels, applied.Annotations)
+	}
+
 	unowned := created.DeepCopy()
 	unowned.OwnerReferences = nil
 	_, write, err = children.Apply(ctx, ownerApp(), desiredChildService(), unowned)
@@ -106,8 +113,8 @@ func TestChildrenApply(t *testing.T) {
 }
 
 // An unowned object the cache has not seen yet (created just before its
-// would-be owner, or the cache behind) is not taken over: the create would
-// be a forced apply, which updates whatever is there.
+// would-be owner, or the cache behind) is not taken over: the Create fails
+// with AlreadyExists, transient, and nothing else is sent.
 func TestChildrenApplyDoesNotTakeOverUncachedObject(t *testing.T) {
 	ctx := context.Background()
 	children, client, _ := newServiceChildren(t)
@@ -118,54 +125,18 @@ func TestChildrenApplyDoesNotTakeOverUncachedObject(t *testing.T) {
 	}
 	client.ClearActions()
 
-	_, write, err := children.Apply(ctx, ownerApp(), desiredChildService(), nil)
-	var notOwned *NotOwnedError
-	if !errors.As(err, &notOwned) || write != Unchanged {
-		t.Fatalf("uncached unowned object: write %v, err %v, want a NotOwnedError", write, err)
+	_, _, err := children.Apply(ctx, ownerApp(), desiredChildService(), nil)
+	if !apierrors.IsAlreadyExists(err) || !IsTransient(err) {
+		t.Fatalf("uncached unowned object: err %v, want AlreadyExists", err)
 	}
-	for _, a := range client.Actions() {
-		if a.GetVerb() != "get" {
-			t.Errorf("the user's object was written: %s %s", a.GetVerb(), a.GetResource().Resource)
-		}
+	if n := len(client.Actions()); n != 1 || client.Actions()[0].GetVerb() != "create" {
+		t.Errorf("sent %v, want only the create", client.Actions())
 	}
 	got, err := client.CoreV1().Services("shop").Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.OwnerReferences) != 0 || got.Spec.Selector["user"] != "mine" || got.Annotations[AppliedAnnotation] != "" {
+	if len(got.OwnerReferences) != 0 || got.Spec.Selector["user"] != "mine" || got.Annotations[CreatedAnnotation] != "" {
 		t.Errorf("the user's object was changed: owners %v, selector %v, annotations %v", got.OwnerReferences, got.Spec.Selector, got.Annotations)
-	}
-}
-
-// A JSON patch whose resourceVersion test fails (the 422 the API server
-// builds, which drops the patch library's message) means only that the cache
-// is behind: Apply turns it into a conflict, which is transient, never a
-// failure for status or events (issue 12, defect 5).
-func TestChildrenApplyFailedPatchTestIsAConflict(t *testing.T) {
-	ctx := context.Background()
-	children, client, _ := newServiceChildren(t)
-	created, _, err := children.Apply(ctx, ownerApp(), desiredChildService(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Another manager adds a port entry; the next apply keeps it, so the
-	// lists are replaced with a JSON patch, which the server refuses.
-	edited := created.DeepCopy()
-	edited.Spec.Ports = append(edited.Spec.Ports, corev1.ServicePort{Port: 8080, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP})
-	if edited, err = client.CoreV1().Services("shop").Update(ctx, edited, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
-		t.Fatal(err)
-	}
-	client.PrependReactor("patch", "services", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		if action.(k8stesting.PatchAction).GetPatchType() != types.JSONPatchType {
-			return false, nil, nil
-		}
-		return true, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "",
-			"testing value /metadata/resourceVersion failed: test failed", 0, false)
-	})
-	changed := desiredChildService()
-	changed.Labels["tier"] = "web"
-	_, _, err = children.Apply(ctx, ownerApp(), changed, edited)
-	if !apierrors.IsConflict(err) || !IsTransient(err) {
-		t.Fatalf("Apply returned %v, want a conflict", err)
 	}
 }

@@ -98,9 +98,9 @@ func (g *Guard) Lost() {
 	g.renewed = time.Time{}
 }
 
-// Check returns nil when a write may be sent now, else an error wrapping
-// ErrLeaseNotHeld.
-func (g *Guard) Check() error {
+// check returns nil when a write may be sent now, else an error wrapping
+// ErrLeaseNotHeld. The transport asks remaining itself; tests ask this.
+func (g *Guard) check() error {
 	_, err := g.remaining()
 	return err
 }

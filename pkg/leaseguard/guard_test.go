@@ -52,43 +52,43 @@ func TestGuardFollowsRenewals(t *testing.T) {
 	inner := &fakeLock{}
 	lock := g.Lock(inner)
 
-	if err := g.Check(); !errors.Is(err, ErrLeaseNotHeld) {
+	if err := g.check(); !errors.Is(err, ErrLeaseNotHeld) {
 		t.Fatalf("before any acquire: Check = %v, want ErrLeaseNotHeld", err)
 	}
 	if err := lock.Create(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Check(); err != nil {
+	if err := g.check(); err != nil {
 		t.Fatalf("just acquired: Check = %v", err)
 	}
 
 	// A paused process resumes past the renew deadline with no renewal in
 	// between: it must not write, whatever the election loop thinks yet.
 	clock.t = clock.t.Add(10*time.Second + time.Millisecond)
-	if err := g.Check(); !errors.Is(err, ErrLeaseNotHeld) {
+	if err := g.check(); !errors.Is(err, ErrLeaseNotHeld) {
 		t.Fatalf("renewal older than the renew deadline: Check = %v, want ErrLeaseNotHeld", err)
 	}
 
 	// A failed renewal changes nothing; a successful one restores.
 	inner.err = errors.New("apiserver unavailable")
 	_ = lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"})
-	if g.Check() == nil {
+	if g.check() == nil {
 		t.Fatal("a failed renewal counted as a renewal")
 	}
 	inner.err = nil
 	_ = lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"})
-	if err := g.Check(); err != nil {
+	if err := g.check(); err != nil {
 		t.Fatalf("after a renewal: Check = %v", err)
 	}
 
 	// A release (empty holder) ends the hold at once.
 	_ = lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: ""})
-	if g.Check() == nil {
+	if g.check() == nil {
 		t.Fatal("still allowed to write after releasing the Lease")
 	}
 	_ = lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"})
 	g.Lost()
-	if g.Check() == nil {
+	if g.check() == nil {
 		t.Fatal("still allowed to write after Lost")
 	}
 }
@@ -102,7 +102,7 @@ func TestGuardCountsFromTheRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.t = clock.t.Add(3 * time.Second) // 11 s after the request was sent
-	if g.Check() == nil {
+	if g.check() == nil {
 		t.Fatal("the hold was counted from the answer, not from the request")
 	}
 }
@@ -165,12 +165,12 @@ func TestGuardLetsGoWhenAnotherHolderIsRead(t *testing.T) {
 	inner := &fakeLock{holder: "me"}
 	lock := g.Lock(inner)
 	_ = lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"})
-	if _, _, err := lock.Get(ctx); err != nil || g.Check() != nil {
-		t.Fatalf("reading our own hold: err %v, Check %v", err, g.Check())
+	if _, _, err := lock.Get(ctx); err != nil || g.check() != nil {
+		t.Fatalf("reading our own hold: err %v, Check %v", err, g.check())
 	}
 	inner.holder = "thief"
 	_, _, _ = lock.Get(ctx)
-	if err := g.Check(); !errors.Is(err, ErrLeaseNotHeld) {
+	if err := g.check(); !errors.Is(err, ErrLeaseNotHeld) {
 		t.Fatalf("after reading a Lease held by another: Check = %v, want ErrLeaseNotHeld", err)
 	}
 }

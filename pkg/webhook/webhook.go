@@ -55,6 +55,8 @@ type Server struct {
 	paths map[string]string // path -> webhook name, for Paths and duplicate checks
 
 	serving atomic.Pointer[servingState]
+	// closingConnections is set by CloseConnections.
+	closingConnections atomic.Bool
 }
 
 // NewServer returns a Server with no webhooks registered.
@@ -102,5 +104,21 @@ func (s *Server) Paths() []string {
 
 // ServeHTTP dispatches to the webhook registered on the request's path.
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if s.closingConnections.Load() {
+		// The server closes the connection after this answer, and the
+		// caller, told so, does not send another request on it.
+		w.Header().Set("Connection", "close")
+	}
 	s.mux.ServeHTTP(w, req)
+}
+
+// CloseConnections makes every answer from now on close its connection, for
+// a replica that is shutting down. The API server keeps its connections to
+// the webhook Service alive, and a kept connection stays with its replica
+// after the endpoints have dropped it; told to close it after an answer, the
+// API server reconnects through the Service to a replica that stays. Closing
+// an idle connection instead races with a request being sent on it, which
+// fails (EOF, broken pipe) and is not retried.
+func (s *Server) CloseConnections() {
+	s.closingConnections.Store(true)
 }

@@ -16,7 +16,11 @@ import (
 
 // The binary's lame duck, SIGTERM as the kubelet sends it: /readyz fails at
 // once while the webhook port answers every request on a fresh connection
-// for --shutdown-delay-duration, and the process exits 0 after it.
+// for --shutdown-delay-duration, and the process exits 0 after it. A caller
+// that keeps its connection alive (the API server does, and the Service's
+// endpoints do not move a connection once made) is told to close it with
+// every answer after SIGTERM, so that it reconnects, to another replica,
+// and is not cut off mid-request when the server closes idle connections.
 func TestSIGTERMLameDuckKeepsServingWebhooks(t *testing.T) {
 	requireProcesses(t)
 	if launcher.Webhooks == nil {
@@ -39,6 +43,21 @@ func TestSIGTERMLameDuckKeepsServingWebhooks(t *testing.T) {
 	if err := answers(); err != nil {
 		t.Fatalf("the webhook port before SIGTERM: %v", err)
 	}
+	keepAlive := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // as above
+	}}
+	// closes says whether the answer on a kept-alive connection asks the
+	// caller to close it.
+	closes := func() (bool, error) {
+		res, err := keepAlive.Post("https://"+p.WebhookAddr+webhook.PathConvertApps, "application/json", bytes.NewReader([]byte("{}")))
+		if err != nil {
+			return false, err
+		}
+		return res.Close, res.Body.Close()
+	}
+	if c, err := closes(); err != nil || c {
+		t.Fatalf("a kept-alive connection before SIGTERM: closed %v, %v; want kept open", c, err)
+	}
 
 	sent := time.Now()
 	if err := p.Signal(syscall.SIGTERM); err != nil {
@@ -54,6 +73,10 @@ func TestSIGTERMLameDuckKeepsServingWebhooks(t *testing.T) {
 		rounds++
 		if err := answers(); err != nil {
 			failures = append(failures, fmt.Sprintf("%s after SIGTERM: %v", time.Since(sent).Round(time.Millisecond), err))
+		}
+		if c, err := closes(); err != nil || !c {
+			failures = append(failures, fmt.Sprintf("%s after SIGTERM, on a kept-alive connection: closed %v, %v; want Connection: close",
+				time.Since(sent).Round(time.Millisecond), c, err))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -11,7 +11,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=dip,categories=ndsl
 // +kubebuilder:unservedversion
-// +kubebuilder:printcolumn:name="Models",type=string,JSONPath=`.status.models`
+// +kubebuilder:printcolumn:name="Steps.model",type=string,JSONPath=`.status.models`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -14,10 +14,12 @@ import (
 // +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=dip,categories=ndsl
-// +kubebuilder:printcolumn:name="Models",type=string,JSONPath=`.status.models`
+// +kubebuilder:printcolumn:name="Steps.model",type=string,JSONPath=`.status.models`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="DetailPhase",type=string,JSONPath=`.status.detailPhase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:deprecatedversion:warning="distri-infer.ndsl.cn/v1beta1 Pipeline is deprecated; use distri-infer.ndsl.cn/v1, served through the manager's conversion webhook"
 
 // Pipeline is a chain of model-serving steps, each a Deployment and a
 // Service, that share one persistent volume holding the models.

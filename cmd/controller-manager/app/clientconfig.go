@@ -22,6 +22,7 @@ func restConfig(o options.GenericOptions) (*rest.Config, error) {
 	cfg.Burst = o.KubeAPIBurst
 	cfg.ContentType = o.ContentType
 	cfg.AcceptContentTypes = o.ContentType + ",application/json"
+	cfg.WarningHandlerWithContext = &onceWarnings{}
 	return rest.AddUserAgent(cfg, "controller-manager"), nil
 }
 

@@ -15,14 +15,12 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
@@ -133,6 +131,9 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 		}
 		readiness = append(readiness, m.webhooks.server.CertificateCheck())
 		m.lameDuck.stopped = append(m.lameDuck.stopped, m.webhooks.server.Stopped())
+		// Callers on kept-alive connections move to the other replicas
+		// during the delay, not when the server closes at its end.
+		m.lameDuck.whenBegun(m.webhooks.server.CloseConnections)
 	}
 	if opts.Generic.HTTPAddress != "0" {
 		handler := newHTTPHandler(m.status, health, readiness)
@@ -272,16 +273,16 @@ func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
 		return cc, nil, fmt.Errorf("building the informers' client: %w", err)
 	}
 	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
-		informers.WithTransform(stripManagedFields))
+		informers.WithTransform(controller.TrimManagedFields))
 	cc.InformerFactory = kubeFactory
-	cc.filtered = newFilteredFactories(kubeClient, resync, informers.WithTransform(stripManagedFields))
+	cc.filtered = newFilteredFactories(kubeClient, resync, informers.WithTransform(controller.TrimManagedFields))
 
 	crdClient, err := versioned.NewForConfig(jsonConfig(cc.ClientConfig("shared-informers")))
 	if err != nil {
 		return cc, nil, fmt.Errorf("building the custom resource informers' client: %w", err)
 	}
 	crdFactory := crdinformers.NewSharedInformerFactoryWithOptions(crdClient, resync,
-		crdinformers.WithTransform(stripManagedFields))
+		crdinformers.WithTransform(controller.TrimManagedFields))
 	cc.CRDInformerFactory = crdFactory
 
 	factories := []factory{
@@ -310,19 +311,6 @@ func allSynced[K comparable](synced map[K]bool) bool {
 		}
 	}
 	return true
-}
-
-// stripManagedFields drops managedFields before objects enter the caches: no
-// controller reads them and they are often the largest part of an object.
-func stripManagedFields(obj any) (any, error) {
-	target := obj
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		target = tombstone.Obj
-	}
-	if accessor, err := meta.Accessor(target); err == nil {
-		accessor.SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 // resyncPeriod spreads resyncs of different managers between min and 2×min,

@@ -13,7 +13,8 @@ import (
 
 // lameDuck keeps the webhook and HTTP servers up after SIGTERM: the replica
 // fails /readyz at once, so the kubelet and the endpoints stop routing to it,
-// while it still answers the callers already routed here, for
+// while it still answers the callers already routed here, each answer
+// closing its connection (so that kept-alive callers reconnect elsewhere), for
 // --shutdown-delay-duration and until the controllers have drained. Only then
 // do the servers close, gracefully. Without it, callers get connection
 // refused, which the API server does not retry.
@@ -28,6 +29,8 @@ type lameDuck struct {
 	mu sync.Mutex
 	// since is when the replica started to shut down; zero before.
 	since time.Time
+	// onBegin are called once shutdown begins.
+	onBegin []func()
 	// running is set once Run has started, which then ends the servers itself.
 	running bool
 }
@@ -48,14 +51,33 @@ func newLameDuck(ctx context.Context, delay time.Duration) *lameDuck {
 	return l
 }
 
-// begin marks the replica as shutting down, once.
+// begin marks the replica as shutting down, once, and calls onBegin.
 func (l *lameDuck) begin() time.Time {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	var begun []func()
 	if l.since.IsZero() {
 		l.since = time.Now()
+		begun, l.onBegin = l.onBegin, nil
 	}
-	return l.since
+	since := l.since
+	l.mu.Unlock()
+	for _, f := range begun {
+		f()
+	}
+	return since
+}
+
+// whenBegun calls f once shutdown begins, or now if it has.
+func (l *lameDuck) whenBegun(f func()) {
+	l.mu.Lock()
+	begun := !l.since.IsZero()
+	if !begun {
+		l.onBegin = append(l.onBegin, f)
+	}
+	l.mu.Unlock()
+	if begun {
+		f()
+	}
 }
 
 func (l *lameDuck) started() {

@@ -53,3 +53,33 @@ func TestLameDuckWithoutRun(t *testing.T) {
 		t.Fatal("the servers' context outlived ctx without Run")
 	}
 }
+
+// whenBegun's functions run once, when shutdown begins, or at once when it
+// has begun: the webhook server is told to close connections from SIGTERM on.
+func TestLameDuckWhenBegun(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := newLameDuck(ctx, time.Hour)
+	l.started()
+	calls := make(chan string, 3)
+	l.whenBegun(func() { calls <- "before" })
+	select {
+	case c := <-calls:
+		t.Fatalf("%s called before shutdown began", c)
+	default:
+	}
+	cancel()
+	select {
+	case c := <-calls:
+		if c != "before" {
+			t.Fatalf("called %s, want before", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("not called 5 s after shutdown began")
+	}
+	l.whenBegun(func() { calls <- "after" })
+	l.begin()
+	if got := len(calls); got != 1 || <-calls != "after" {
+		t.Errorf("after shutdown began: %d more calls, want only the late one, at once", got)
+	}
+	l.stop()
+}

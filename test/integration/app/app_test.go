@@ -86,8 +86,9 @@ func TestSampleConverges(t *testing.T) {
 	if app.Status.URL != "" || app.Status.ReadyReplicas != 0 || app.Status.AvailableReplicas != 0 {
 		t.Errorf("status = %+v, want no URL and nothing ready", app.Status)
 	}
-	e.waitEvent("app-sample", corev1.EventTypeNormal, "CreatedDeployment")
-	e.waitEvent("app-sample", corev1.EventTypeNormal, "CreatedService")
+	if ev := e.waitEvent("app-sample", corev1.EventTypeNormal, "Created"); ev.Message != "Created Deployment and Service" {
+		t.Errorf("creation event %q, want one for both children", ev.Message)
+	}
 }
 
 func TestIngressWithoutServiceIsRejected(t *testing.T) {
@@ -156,14 +157,14 @@ func TestTogglingFlagsCreatesAndDeletesChildren(t *testing.T) {
 		return err
 	})
 	e.waitApp("toggle", "the URL cleared", func(a *appv1beta1.App) bool { return converged(a) && a.Status.URL == "" })
-	e.waitEvent("toggle", corev1.EventTypeNormal, "DeletedIngress")
+	e.waitEvent("toggle", corev1.EventTypeNormal, "Deleted")
 
 	e.patchSpec("toggle", `{"enable_service":false}`)
 	e.waitGone("the Service", func(ctx context.Context) error {
 		_, err := services.Get(ctx, "toggle", metav1.GetOptions{})
 		return err
 	})
-	e.waitEvent("toggle", corev1.EventTypeNormal, "DeletedService")
+	e.waitEventMessage("toggle", corev1.EventTypeNormal, "Deleted", "Deleted Service: the App no longer asks for it")
 	e.waitApp("toggle", "converged without Service and Ingress", func(a *appv1beta1.App) bool { return a.Generation == 5 && converged(a) })
 }
 
@@ -202,9 +203,12 @@ func TestHandEditsAreRevertedAndDeletesRecreated(t *testing.T) {
 	if d.Labels["team"] != "shop" {
 		t.Errorf("a label the controller does not set was removed: %v", d.Labels)
 	}
-	e.waitEvent("drift", corev1.EventTypeNormal, "UpdatedDeployment")
+	e.waitEventMessage("drift", corev1.EventTypeNormal, "Updated", "Updated Deployment to match the App")
 
 	// Service: the port re-keyed by hand (80 -> 8080), an annotation added.
+	// The hand-made port is the editor's own field and is never removed;
+	// the controller's port back beside it would leave two unnamed ports,
+	// which the API server refuses: the App says so until the edit is undone.
 	svc, err := services.Get(ctx, "drift", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +218,22 @@ func TestHandEditsAreRevertedAndDeletesRecreated(t *testing.T) {
 	if _, err := services.Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, timeout, "the Service port put back", func(ctx context.Context) (bool, error) {
+	e.waitApp("drift", "Degraded by the refused Service write", func(a *appv1beta1.App) bool {
+		degraded := meta.FindStatusCondition(a.Status.Conditions, appv1beta1.ConditionDegraded)
+		return degraded != nil && degraded.Status == metav1.ConditionTrue && strings.Contains(degraded.Message, "spec.ports")
+	})
+	if svc, err = services.Get(ctx, "drift", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8080 {
+		t.Errorf("the hand-made port was changed: %+v", svc.Spec.Ports)
+	}
+	svc.Spec.Ports[0].Port = 80
+	if _, err := services.Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitConverged("drift")
+	framework.Eventually(t, timeout, "the Service port back", func(ctx context.Context) (bool, error) {
 		svc, err = services.Get(ctx, "drift", metav1.GetOptions{})
 		return err == nil && len(svc.Spec.Ports) == 1 && svc.Spec.Ports[0].Port == 80 && svc.Spec.Ports[0].TargetPort == intstr.FromInt32(80), err
 	})

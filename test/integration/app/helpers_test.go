@@ -159,6 +159,26 @@ func (e *env) waitEvent(app, eventType, reason string) *corev1.Event {
 	return event
 }
 
+// waitEventMessage waits for an event about app with this type, reason and
+// message.
+func (e *env) waitEventMessage(app, eventType, reason, message string) {
+	e.t.Helper()
+	framework.Eventually(e.t, timeout, fmt.Sprintf("a %s event %s %q about App %s", eventType, reason, message, app), func(ctx context.Context) (bool, error) {
+		events, err := e.kube.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: fields.SelectorFromSet(fields.Set{
+			"involvedObject.kind": "App", "involvedObject.name": app, "reason": reason, "type": eventType,
+		}).String()})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range events.Items {
+			if ev.Message == message {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
 // checkControlled fails unless obj is controlled by app.
 func checkControlled(t *testing.T, obj metav1.Object, app *appv1beta1.App) {
 	t.Helper()

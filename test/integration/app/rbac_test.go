@@ -34,10 +34,10 @@ func TestShippedRBACSuffices(t *testing.T) {
 
 	e.create(newApp("rbac", true, true))
 	e.waitConverged("rbac") // created three children, wrote status
-	e.waitEvent("rbac", corev1.EventTypeNormal, "CreatedIngress")
+	e.waitEventMessage("rbac", corev1.EventTypeNormal, "Created", "Created Deployment, Service and Ingress")
 
-	// Repaired with server-side apply (image) and a JSON patch (the port
-	// re-keyed by hand). The Deployment controller writes the Deployment
+	// Repaired, after a JSON patch moving each child's creation fields to
+	// the controller's apply, with server-side apply (image, target port). The Deployment controller writes the Deployment
 	// too: retry the hand edit on conflict.
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		d, err := e.kube.AppsV1().Deployments(e.ns).Get(ctx, "rbac", metav1.GetOptions{})
@@ -54,7 +54,7 @@ func TestShippedRBACSuffices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.Spec.Ports[0].Port = 8080
+	svc.Spec.Ports[0].TargetPort = intstr.FromInt32(9999)
 	if _, err := e.kube.CoreV1().Services(e.ns).Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

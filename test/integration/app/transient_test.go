@@ -17,15 +17,15 @@ import (
 
 // A conflict says only that the cache was behind: it is retried, and never
 // shows in status (Degraded) or as a Warning event, so status does not flap
-// (issue 12, defect 5). The first applies of the App's Deployment and
+// (issue 12, defect 5). The first creates of the App's Deployment and
 // Service get the API server's 409.
 func TestConflictsNeverReachStatusOrWarnings(t *testing.T) {
 	const name, conflicts = "flaky", 2
 	var injector *framework.ConflictInjector
 	e := setup(t, func(ns string) *rest.Config {
 		cfg, inj := framework.InjectConflicts(cp.Config, 2*conflicts, func(req *http.Request) bool {
-			return framework.IsApplyOf("/namespaces/"+ns+"/deployments/"+name)(req) ||
-				framework.IsApplyOf("/namespaces/"+ns+"/services/"+name)(req)
+			return framework.IsCreateOf("/namespaces/"+ns+"/deployments")(req) ||
+				framework.IsCreateOf("/namespaces/"+ns+"/services")(req)
 		})
 		injector = inj
 		return cfg

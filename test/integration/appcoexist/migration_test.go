@@ -40,6 +40,10 @@ func legacyOwner(app *appv1beta1.App) *metav1ac.OwnerReferenceApplyConfiguration
 		WithName(app.Name).WithUID(app.UID).WithController(true).WithBlockOwnerDeletion(true)
 }
 
+// legacyAppliedAnnotation is the hash annotation older managers applied to
+// every child; the first apply of this one removes it.
+const legacyAppliedAnnotation = "controller-manager.ndsl.cn/applied"
+
 // applyLegacyChildren writes the App's Deployment and Service exactly as
 // the manager of 08da2b9 did: the same apply configurations, field manager
 // and applied-hash annotation.
@@ -56,11 +60,7 @@ func (e *env) applyLegacyChildren(ctx context.Context, app *appv1beta1.App) {
 				WithSpec(corev1ac.PodSpec().WithContainers(corev1ac.Container().
 					WithName("app").WithImage(app.Spec.Image).
 					WithPorts(corev1ac.ContainerPort().WithContainerPort(80).WithProtocol(corev1.ProtocolTCP))))))
-	hash, err := controller.AppliedHash(d)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	d.WithAnnotations(map[string]string{controller.AppliedAnnotation: hash})
+	d.WithAnnotations(map[string]string{legacyAppliedAnnotation: "0f865f99ed09c0f3f25bac5a"})
 	if _, err := e.kube.AppsV1().Deployments(e.ns).Apply(ctx, d, metav1.ApplyOptions{FieldManager: controller.FieldManager, Force: true}); err != nil {
 		e.t.Fatalf("applying the legacy Deployment: %v", err)
 	}
@@ -72,10 +72,7 @@ func (e *env) applyLegacyChildren(ctx context.Context, app *appv1beta1.App) {
 			WithType(corev1.ServiceTypeClusterIP).
 			WithSelector(map[string]string{"app.kubernetes.io/instance": app.Name}).
 			WithPorts(corev1ac.ServicePort().WithPort(80).WithTargetPort(intstr.FromInt32(80)).WithProtocol(corev1.ProtocolTCP)))
-	if hash, err = controller.AppliedHash(svc); err != nil {
-		e.t.Fatal(err)
-	}
-	svc.WithAnnotations(map[string]string{controller.AppliedAnnotation: hash})
+	svc.WithAnnotations(map[string]string{legacyAppliedAnnotation: "38d4d6d0b44525b9f5b0a1ac"})
 	if _, err := e.kube.CoreV1().Services(e.ns).Apply(ctx, svc, metav1.ApplyOptions{FieldManager: controller.FieldManager, Force: true}); err != nil {
 		e.t.Fatalf("applying the legacy Service: %v", err)
 	}
@@ -201,6 +198,15 @@ func TestMigrationKeepsEndpoints(t *testing.T) {
 		t.Errorf("the EndpointSlices changed %d times: the pods were not rolled", changes)
 	}
 	e.waitApp("mig", "ready", ready)
+	// The older managers' hash annotation was this manager's applied field:
+	// its apply, which no longer sets it, removed it.
+	svc, err := e.kube.CoreV1().Services(e.ns).Get(ctx, "mig", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := svc.Annotations[legacyAppliedAnnotation]; ok {
+		t.Errorf("the migrated Service still carries %s=%s", legacyAppliedAnnotation, v)
+	}
 	// What an HPA on the App reads the pods' metrics by.
 	framework.Eventually(t, timeout, "the App's scale selector to be the new one", func(ctx context.Context) (bool, error) {
 		scale, err := e.getScale(ctx, "mig")

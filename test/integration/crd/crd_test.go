@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -80,6 +82,7 @@ func TestCRDs(t *testing.T) {
 	t.Run("PipelineNotesSample", func(t *testing.T) { testPipelineNotesSample(ctx, t, c) })
 	t.Run("PipelineV1Sample", func(t *testing.T) { testPipelineV1Sample(ctx, t, c) })
 	t.Run("PipelineStatusAndColumns", func(t *testing.T) { testPipelineStatusAndColumns(ctx, t, c) })
+	t.Run("V1beta1Deprecated", func(t *testing.T) { testV1beta1Deprecated(ctx, t) })
 	t.Run("InvalidApps", func(t *testing.T) { testInvalidApps(ctx, t, c) })
 	t.Run("InvalidPipelines", func(t *testing.T) { testInvalidPipelines(ctx, t, c) })
 	t.Run("CategoriesAndShortNames", func(t *testing.T) { testCategoriesAndShortNames(t) })
@@ -310,6 +313,8 @@ func testPipelineStatusAndColumns(ctx context.Context, t *testing.T, c clients) 
 		}},
 		Steps:   []pipelinev1beta1.StepStatus{{Model: "m", DeploymentName: "m", ServiceName: "m", Replicas: 1, ReadyReplicas: 1}},
 		Storage: &pipelinev1beta1.StorageStatus{PVName: "pv", PVPhase: "Bound", PVCName: "pvc", PVCPhase: "Bound"},
+		DetailPhase: &pipelinev1beta1.DetailPhase{PVPhase: "Bound", PVCPhase: "Bound",
+			StepsPhase: []pipelinev1beta1.StepPhase{{Model: "m", DeploymentPhase: pipelinev1beta1.DeploymentPhase("Running")}}},
 	}
 	if _, err := pipelines.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("updating the status: %v", err)
@@ -328,16 +333,73 @@ func testPipelineStatusAndColumns(ctx context.Context, t *testing.T, c clients) 
 	for _, col := range table.ColumnDefinitions {
 		names = append(names, col.Name)
 	}
-	if got, want := strings.Join(names, ","), "Name,Models,Phase,Ready,Age"; got != want {
+	// The design notes' columns: Steps.model, Phase and DetailPhase.
+	if got, want := strings.Join(names, ","), "Name,Steps.model,Phase,DetailPhase,Ready,Age"; got != want {
 		t.Fatalf("columns = %s, want %s", got, want)
 	}
 	if len(table.Rows) != 1 {
 		t.Fatalf("rows = %d, want 1", len(table.Rows))
 	}
 	cells := table.Rows[0].Cells
-	if got := fmt.Sprint(cells[:4]); got != "[status-columns m Running True]" {
-		t.Errorf("cells = %s, want [status-columns m Running True]", got)
+	if got := fmt.Sprintln(cells[0], cells[1], cells[2], cells[4]); got != "status-columns m Running True\n" {
+		t.Errorf("cells = %s, want status-columns m Running True", got)
 	}
+	if got := fmt.Sprint(cells[3]); !strings.Contains(got, `"deploymentPhase":"Running"`) || !strings.Contains(got, `"pvPhase":"Bound"`) {
+		t.Errorf("DetailPhase cell = %s, want the detailPhase with pvPhase and each step's deploymentPhase", got)
+	}
+}
+
+// v1beta1 is deprecated in favour of v1 (issue 23): every v1beta1 request
+// answers with a warning that names the version to use; v1 requests do not.
+func testV1beta1Deprecated(ctx context.Context, t *testing.T) {
+	warnings := &recordedWarnings{}
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.WarningHandlerWithContext = warnings
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gvr := range []schema.GroupVersionResource{appsGVR, pipelinesV1beta1GVR} {
+		warnings.reset()
+		if _, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("%s/%s", gvr.Group, gvr.Version)
+		if got := warnings.all(); !strings.Contains(got, want+" ") || !strings.Contains(got, "deprecated") || !strings.Contains(got, gvr.Group+"/v1,") {
+			t.Errorf("listing %s warned %q, want a deprecation naming %s and %s/v1", gvr.Resource, got, want, gvr.Group)
+		}
+	}
+	warnings.reset()
+	if _, err := dyn.Resource(pipelinesV1GVR).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := warnings.all(); got != "" {
+		t.Errorf("listing v1 Pipelines warned %q, want no warning", got)
+	}
+}
+
+// recordedWarnings keeps the API server's warnings of a client.
+type recordedWarnings struct {
+	mu   sync.Mutex
+	text []string
+}
+
+func (w *recordedWarnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.text = append(w.text, text)
+}
+
+func (w *recordedWarnings) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.text = nil
+}
+
+func (w *recordedWarnings) all() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.text, "; ")
 }
 
 // invalidCase is an object that the API server must reject.

@@ -52,6 +52,14 @@ func IsApplyOf(suffix string) func(*http.Request) bool {
 	}
 }
 
+// IsCreateOf matches creates in a collection whose path ends in suffix,
+// such as "/namespaces/shop/deployments".
+func IsCreateOf(suffix string) func(*http.Request) bool {
+	return func(req *http.Request) bool {
+		return req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, suffix)
+	}
+}
+
 func conflictResponse(req *http.Request) (*http.Response, error) {
 	parts := strings.Split(req.URL.Path, "/")
 	name := parts[len(parts)-1]

@@ -155,11 +155,25 @@ func (m *Manager) QueuesEmpty() (bool, error) {
 	return debug.QueuesEmpty(), nil
 }
 
-// WriteCounter counts requests that change something on the API server.
+// WriteCounter counts requests that change something on the API server,
+// and, apart, the reads that are not watches.
 type WriteCounter struct {
 	mu     sync.Mutex
 	total  int
 	byPath map[string]int
+	reads  map[string]int
+}
+
+// Reads returns the GETs so far that are not watches (lists and reads of
+// one object) keyed by path.
+func (c *WriteCounter) Reads() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.reads))
+	for k, n := range c.reads {
+		out[k] = n
+	}
+	return out
 }
 
 // Total is the number of writes so far.
@@ -192,9 +206,9 @@ func (c *WriteCounter) Summary() string {
 }
 
 // CountWrites returns a copy of cfg whose transport counts every POST, PUT,
-// PATCH and DELETE.
+// PATCH and DELETE, and every GET that is not a watch.
 func CountWrites(cfg *rest.Config) (*rest.Config, *WriteCounter) {
-	c := &WriteCounter{byPath: map[string]int{}}
+	c := &WriteCounter{byPath: map[string]int{}, reads: map[string]int{}}
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
@@ -204,6 +218,12 @@ func CountWrites(cfg *rest.Config) (*rest.Config, *WriteCounter) {
 				c.total++
 				c.byPath[req.Method+" "+req.URL.Path]++
 				c.mu.Unlock()
+			case http.MethodGet:
+				if req.URL.Query().Get("watch") != "true" {
+					c.mu.Lock()
+					c.reads[req.URL.Path]++
+					c.mu.Unlock()
+				}
 			}
 			return rt.RoundTrip(req)
 		})

@@ -3,6 +3,7 @@ package ingress
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,6 +184,8 @@ func TestUnownedIngressIsLeftAlone(t *testing.T) {
 	}
 }
 
+// Converging costs one create per Service's Ingress, with no read from the
+// API server; resyncs of converged Services write nothing.
 func TestResyncOfConvergedServicesWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	client := cp.Client
@@ -214,6 +217,21 @@ func TestResyncOfConvergedServicesWritesNothing(t *testing.T) {
 			FieldSelector: fields.OneTermEqualSelector("reason", "CreatedIngress").String()})
 		return err == nil && len(events.Items) == n, err
 	})
+	// One create per Service, and no read of an Ingress from the API server.
+	ingressWrites, ingressReads := 0, 0
+	for request, count := range m.Writes.ByRequest() {
+		if strings.Contains(request, "/namespaces/"+ns+"/ingresses") {
+			ingressWrites += count
+		}
+	}
+	for path, count := range m.Writes.Reads() {
+		if strings.Contains(path, "/namespaces/"+ns+"/ingresses/") {
+			ingressReads += count
+		}
+	}
+	if ingressWrites != n || ingressReads != 0 {
+		t.Errorf("converging %d Services: %d Ingress writes, %d Ingress reads; want %d and 0", n, ingressWrites, ingressReads, n)
+	}
 	writesBefore := m.Writes.Total()
 	reconcilesBefore := framework.ReconcileCount(t, ingress.ControllerName)
 

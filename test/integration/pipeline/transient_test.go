@@ -15,14 +15,14 @@ import (
 
 // A conflict says only that the cache was behind: it is retried, and never
 // makes the Pipeline Degraded (nor Ready=False because of it) or records a
-// Warning event (issue 12, defect 5). The first applies of the step's
+// Warning event (issue 12, defect 5). The first creates of the step's
 // Deployment get the API server's 409.
 func TestConflictsNeverMakeThePipelineDegraded(t *testing.T) {
 	const name, conflicts = "flaky", 3
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := framework.CreateNamespace(t, cp.Client)
-	cfg, injector := framework.InjectConflicts(cp.Config, conflicts, framework.IsApplyOf("/namespaces/"+ns+"/deployments/"+stepName(name, "a")))
+	cfg, injector := framework.InjectConflicts(cp.Config, conflicts, framework.IsCreateOf("/namespaces/"+ns+"/deployments"))
 	e := setupWithConfig(t, cfg, nil)
 	if err := cp.CreateFakeNodes(ctx, "flaky-node"); err != nil {
 		t.Fatal(err)

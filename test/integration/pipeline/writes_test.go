@@ -55,11 +55,25 @@ func isChildWrite(path string) bool {
 	return false
 }
 
+// childReads counts the reads of one child (not lists) among reads.
+func childReads(reads map[string]int) int {
+	total := 0
+	for path, n := range reads {
+		for _, resource := range []string{"persistentvolumes", "persistentvolumeclaims", "deployments", "services"} {
+			if strings.Contains(path, "/"+resource+"/") {
+				total += n
+			}
+		}
+	}
+	return total
+}
+
 func (c writeCounts) total() int { return c.children + c.status + c.events + c.other }
 
-// New Pipelines cost exactly one create per child (2 + 2×steps) plus one
-// status write per change they observe while converging, none of them a
-// no-op; once converged, resyncs every second write nothing.
+// New Pipelines cost exactly one create per child (2 + 2×steps), and no
+// read of a child from the API server, plus one status write per change
+// they observe while converging, none of them a no-op; once converged,
+// resyncs every second write nothing.
 func TestWritesPerNewPipelineAndZeroWriteResync(t *testing.T) {
 	ctx := context.Background()
 	e := setup(t, func(o *options.Options) {
@@ -101,6 +115,11 @@ func TestWritesPerNewPipelineAndZeroWriteResync(t *testing.T) {
 	}
 	if converged.other != 0 || converged.events != 0 {
 		t.Errorf("unexpected writes: %d other, %d events", converged.other, converged.events)
+	}
+	// Children are read from the caches: a missing one is created with no
+	// read from the API server first.
+	if reads := childReads(e.m.Writes.Reads()); reads != 0 {
+		t.Errorf("%d reads of one child from the API server, want 0: %v", reads, e.m.Writes.Reads())
 	}
 	framework.Eventually(t, timeout, "a MODIFIED event for every status write", func(context.Context) (bool, error) {
 		return int(modified.Load()) >= converged.status, nil

@@ -126,7 +126,7 @@ func (o *Options) Flags(allControllers, disabledByDefault []string) cliflag.Name
 	fs.DurationVar(&o.Generic.ShutdownTimeout, "shutdown-timeout", o.Generic.ShutdownTimeout,
 		"How long reconciles in flight may take to finish on SIGTERM before the lease is released anyway.")
 	fs.DurationVar(&o.Generic.ShutdownDelay, "shutdown-delay-duration", o.Generic.ShutdownDelay,
-		"On SIGTERM, how long /readyz fails while the webhooks (and probes and metrics) keep serving, so that the Service's endpoints drop this replica before its webhook listener closes; the listener stays open at least until the controllers have drained. 0 closes it as soon as the controllers have stopped.")
+		"On SIGTERM, how long /readyz fails while the webhooks (and probes and metrics) keep serving, so that the Service's endpoints drop this replica before its webhook listener closes; every webhook answer meanwhile closes its connection, so that callers keeping connections alive reconnect to another replica. The listener stays open at least until the controllers have drained. 0 closes it as soon as the controllers have stopped.")
 	fs.DurationVar(&o.Generic.MinResyncPeriod, "min-resync-period", o.Generic.MinResyncPeriod,
 		"Informers resync every period chosen at random between this and twice this.")
 	fs.StringVar((*string)(&o.Generic.ControllerQueue), "controller-queue", string(o.Generic.ControllerQueue),

@@ -21,8 +21,9 @@ import (
 const timeout = time.Minute
 
 // Converging N new Apps costs at most 4 writes each (3 creates and 1 status
-// update); once converged, resyncs that reconcile every App again write
-// nothing at all.
+// update), at most 1 event each and no read of a child from the API server;
+// once converged, resyncs that reconcile every App again write nothing at
+// all.
 //
 // Counted: every POST, PUT, PATCH and DELETE the manager sends, except the
 // events it records (POST and PATCH of .../events), which are reported
@@ -81,21 +82,30 @@ func TestWritesPerAppAndZeroWriteResync(t *testing.T) {
 	framework.Eventually(t, timeout, "the queue to drain", func(context.Context) (bool, error) {
 		return m.QueuesEmpty()
 	})
-	// The recorder sends events asynchronously: wait for the three creation
-	// events of every App before counting, or they would be counted later,
-	// as writes of the resyncs.
+	// The recorder sends events asynchronously: wait until the creation
+	// events of every App name its three children before counting, or they
+	// would be counted later, as writes of the resyncs.
 	framework.Eventually(t, timeout, "every creation event", func(ctx context.Context) (bool, error) {
 		events, err := cp.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
-		created := 0
+		named := map[string]int{}
 		for _, ev := range events.Items {
 			if strings.HasPrefix(ev.Reason, "Created") {
-				created++
+				for _, kind := range []string{"Deployment", "Service", "Ingress"} {
+					if strings.Contains(ev.Message, kind) {
+						named[ev.InvolvedObject.Name]++
+					}
+				}
 			}
 		}
-		return created == 3*n, nil
+		for i := range n {
+			if named[fmt.Sprintf("app-%d", i)] < 3 {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 
 	writes, events := 0, 0
@@ -113,6 +123,14 @@ func TestWritesPerAppAndZeroWriteResync(t *testing.T) {
 		n, writes, float64(writes)/n, events, byKind)
 	if writes > 4*n {
 		t.Errorf("converging %d Apps made %d writes, more than 4 per App", n, writes)
+	}
+	if events > n {
+		t.Errorf("converging %d Apps recorded %d events, more than 1 per App", n, events)
+	}
+	// Children are read from the caches: a missing one is created with no
+	// read from the API server first.
+	if reads := childReads(m.Writes.Reads(), ns); reads != 0 {
+		t.Errorf("converging %d Apps read %d children from the API server, want 0: %v", n, reads, m.Writes.Reads())
 	}
 
 	// Every App reconciled at least twice more by resyncs: not one write.
@@ -140,4 +158,22 @@ func kindOf(path string) string {
 		kind += "/" + parts[3]
 	}
 	return kind
+}
+
+// childReads counts the reads of one Deployment, Service or Ingress of
+// namespace ns among reads (lists and watches are not).
+func childReads(reads map[string]int, ns string) int {
+	total := 0
+	for path, n := range reads {
+		_, rest, ok := strings.Cut(path, "/namespaces/"+ns+"/")
+		parts := strings.Split(rest, "/") // resource, name[, subresource]
+		if !ok || len(parts) < 2 {
+			continue
+		}
+		switch parts[0] {
+		case "deployments", "services", "ingresses":
+			total += n
+		}
+	}
+	return total
 }

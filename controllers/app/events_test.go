@@ -1,0 +1,25 @@
+package app
+
+import "testing"
+
+func TestChildWritesEvent(t *testing.T) {
+	for _, tc := range []struct {
+		writes          childWrites
+		reason, message string
+	}{
+		{writes: childWrites{}},
+		{writes: childWrites{created: []string{"Deployment", "Service", "Ingress"}},
+			reason: "Created", message: "Created Deployment, Service and Ingress"},
+		{writes: childWrites{created: []string{"Ingress"}, updated: []string{"Deployment"}},
+			reason: "Created", message: "Created Ingress; updated Deployment to match the App"},
+		{writes: childWrites{updated: []string{"Deployment", "Service"}, deleted: []string{"Ingress"}},
+			reason: "Updated", message: "Updated Deployment and Service to match the App; deleted Ingress: the App no longer asks for it"},
+		{writes: childWrites{deleted: []string{"Service"}},
+			reason: "Deleted", message: "Deleted Service: the App no longer asks for it"},
+	} {
+		reason, message := tc.writes.event()
+		if reason != tc.reason || message != tc.message {
+			t.Errorf("%+v: event %q %q, want %q %q", tc.writes, reason, message, tc.reason, tc.message)
+		}
+	}
+}

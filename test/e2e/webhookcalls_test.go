@@ -1,0 +1,64 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// webhookCalls are the API server's own counts of its calls to the
+// webhooks, from every client: the load's, but also the garbage collector's
+// and the namespace controller's v1 reads, which no test sees fail.
+type webhookCalls struct {
+	admission, admissionFailed   float64
+	conversion, conversionFailed float64
+}
+
+// apiServerWebhookCalls reads webhookCalls from the API server's /metrics.
+// Failed calls are those the API server could not make (a failurePolicy
+// Fail webhook's "failed calling webhook"), not a webhook's own rejections.
+func apiServerWebhookCalls(ctx context.Context) (webhookCalls, error) {
+	raw, err := cluster.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return webhookCalls{}, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	var c webhookCalls
+	for line := range strings.Lines(string(raw)) {
+		series, value, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok || strings.HasPrefix(series, "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		name, labels, _ := strings.Cut(series, "{")
+		switch name {
+		case "apiserver_admission_webhook_request_total":
+			c.admission += v
+		case "apiserver_admission_webhook_rejection_count":
+			if strings.Contains(labels, `error_type="calling_webhook_error"`) || strings.Contains(labels, `error_type="apiserver_internal_error"`) {
+				c.admissionFailed += v
+			}
+		case "apiserver_crd_conversion_webhook_duration_seconds_count":
+			c.conversion += v
+			if strings.Contains(labels, `succeeded="false"`) {
+				c.conversionFailed += v
+			}
+		}
+	}
+	return c, nil
+}
+
+func (c webhookCalls) minus(o webhookCalls) webhookCalls {
+	return webhookCalls{
+		admission: c.admission - o.admission, admissionFailed: c.admissionFailed - o.admissionFailed,
+		conversion: c.conversion - o.conversion, conversionFailed: c.conversionFailed - o.conversionFailed,
+	}
+}
+
+func (c webhookCalls) String() string {
+	return fmt.Sprintf("admission calls %.0f, failed %.0f; conversion calls %.0f, failed %.0f",
+		c.admission, c.admissionFailed, c.conversion, c.conversionFailed)
+}

@@ -1,0 +1,116 @@
+package app
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/informers"
+
+	"github.com/ndsl/controller-manager/pkg/controller"
+	"github.com/ndsl/controller-manager/test/integration/framework"
+)
+
+// The child write path against the API server itself, whose Create records
+// server defaults in an "Update" managedFields entry: a created child at
+// rest costs nothing; a field the controller stops setting is removed by
+// the next apply while another manager's fields stay; a same-name object
+// the cache has not seen is never taken over.
+func TestChildWritePath(t *testing.T) {
+	ctx := context.Background()
+	ns := framework.CreateNamespace(t, cp.Client)
+	client := cp.Client
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns),
+		informers.WithTransform(controller.TrimManagedFields))
+	informer := factory.Core().V1().Services()
+	services := controller.NewServices(informer, client)
+	stop := make(chan struct{})
+	defer close(stop)
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+
+	owner, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	desired := func(name string, labels map[string]string) *corev1ac.ServiceApplyConfiguration {
+		return corev1ac.Service(name, ns).WithLabels(labels).
+			WithOwnerReferences(metav1ac.OwnerReference().WithAPIVersion("v1").WithKind("ConfigMap").
+				WithName(owner.Name).WithUID(owner.UID).WithController(true)).
+			WithSpec(corev1ac.ServiceSpec().WithSelector(map[string]string{"app": "web"}).
+				WithPorts(corev1ac.ServicePort().WithPort(80).WithTargetPort(intstr.FromInt32(80)).WithProtocol(corev1.ProtocolTCP)))
+	}
+	cached := func(name, resourceVersion string) *corev1.Service {
+		t.Helper()
+		var svc *corev1.Service
+		framework.Eventually(t, timeout, "the cache to hold Service "+name+" at "+resourceVersion, func(context.Context) (bool, error) {
+			found, ok, err := services.Get(ns, name)
+			svc = found
+			return ok && found.ResourceVersion == resourceVersion, err
+		})
+		return svc
+	}
+	both := map[string]string{controller.ManagedByLabel: controller.ManagedByValue, "tier": "web"}
+
+	created, write, err := services.Apply(ctx, owner, desired("web", both), nil)
+	if err != nil || write != controller.Created {
+		t.Fatalf("create: %v, %v", write, err)
+	}
+	live := cached("web", created.ResourceVersion)
+	if _, write, err := services.Apply(ctx, owner, desired("web", both), live); err != nil || write != controller.Unchanged {
+		t.Fatalf("a created child at rest: %v, %v; want no write", write, err)
+	}
+
+	// Another manager labels and annotates it.
+	live = live.DeepCopy()
+	live.Labels["team"] = "shop"
+	live.Annotations["note"] = "hand-added"
+	edited, err := client.CoreV1().Services(ns).Update(ctx, live, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live = cached("web", edited.ResourceVersion)
+	if _, write, err := services.Apply(ctx, owner, desired("web", both), live); err != nil || write != controller.Unchanged {
+		t.Fatalf("another manager's fields: %v, %v; want no write", write, err)
+	}
+
+	// The controller stops setting "tier": removed, the others stay.
+	fewer := map[string]string{controller.ManagedByLabel: controller.ManagedByValue}
+	applied, write, err := services.Apply(ctx, owner, desired("web", fewer), live)
+	if err != nil || write != controller.Updated {
+		t.Fatalf("dropping a label: %v, %v", write, err)
+	}
+	if _, ok := applied.Labels["tier"]; ok || applied.Labels["team"] != "shop" || applied.Annotations["note"] != "hand-added" {
+		t.Errorf("after the apply: labels %v, annotations %v; want tier gone, team and note kept", applied.Labels, applied.Annotations)
+	}
+	if v, ok := applied.Annotations[controller.CreatedAnnotation]; ok {
+		t.Errorf("the apply kept %s=%s", controller.CreatedAnnotation, v)
+	}
+	live = cached("web", applied.ResourceVersion)
+	if _, write, err := services.Apply(ctx, owner, desired("web", fewer), live); err != nil || write != controller.Unchanged {
+		t.Fatalf("at rest after the apply: %v, %v; want no write", write, err)
+	}
+
+	// A same-name object the cache has not seen: the create fails, and the
+	// object is left as it was.
+	blocker, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "taken"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"user": "mine"}, Ports: []corev1.ServicePort{{Port: 81}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := services.Apply(ctx, owner, desired("taken", fewer), nil); !apierrors.IsAlreadyExists(err) || !controller.IsTransient(err) {
+		t.Fatalf("creating over an uncached object: %v, want AlreadyExists", err)
+	}
+	got, err := client.CoreV1().Services(ns).Get(ctx, "taken", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ResourceVersion != blocker.ResourceVersion || len(got.OwnerReferences) != 0 {
+		t.Errorf("the uncached object was written: resourceVersion %s -> %s, owners %v", blocker.ResourceVersion, got.ResourceVersion, got.OwnerReferences)
+	}
+}
