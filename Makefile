@@ -42,8 +42,8 @@ helm: ## Build the helm CLI from Go modules into hack/bin (the chart's tests, ma
 	@hack/build-helm.sh >/dev/null
 
 .PHONY: chart-package
-chart-package: helm ## Package charts/controller-manager into _output/charts/.
-	"$$(hack/build-helm.sh)" package charts/controller-manager --destination $(OUTPUT)/charts
+chart-package: helm ## Package charts/controller-manager into _output/release/: version and appVersion VERSION, image IMG.
+	hack/package-chart.sh '$(IMG)' '$(VERSION)' $(OUTPUT)/release
 
 .PHONY: generate
 generate: ## Regenerate clients, listers, informers, apply configurations, CRDs, docs/api-reference.md and the chart's copies.
