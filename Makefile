@@ -37,8 +37,16 @@ build: ## Build the controller-manager binary into _output/.
 controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok from Go modules.
 	hack/build-controlplane.sh
 
+.PHONY: helm
+helm: ## Build the helm CLI from Go modules into hack/bin (the chart's tests, make e2e-kind, make chart-package).
+	@hack/build-helm.sh >/dev/null
+
+.PHONY: chart-package
+chart-package: helm ## Package charts/controller-manager into _output/release/: version and appVersion VERSION, image IMG.
+	hack/package-chart.sh '$(IMG)' '$(VERSION)' $(OUTPUT)/release
+
 .PHONY: generate
-generate: ## Regenerate clients, listers, informers, apply configurations, CRDs and docs/api-reference.md.
+generate: ## Regenerate clients, listers, informers, apply configurations, CRDs, docs/api-reference.md and the chart's copies.
 	hack/update-codegen.sh
 
 .PHONY: verify
@@ -52,11 +60,11 @@ test-unit: ## Unit tests (no control plane).
 	go test $(TEST_FLAGS) $$(go list ./... | grep -v /test/)
 
 .PHONY: test-integration
-test-integration: controlplane ## Integration tests against a real etcd and kube-apiserver.
+test-integration: controlplane helm ## Integration tests against a real etcd and kube-apiserver.
 	go test $(TEST_FLAGS) ./test/integration/... ./pkg/testing/...
 
 .PHONY: test
-test: controlplane verify build ## Everything CI runs: verify, unit, integration, e2e and fault-injection (test/chaos, CI mode) tests.
+test: controlplane helm verify build ## Everything CI runs: verify, unit, integration (helm lint and the chart's tests included), e2e and fault-injection (test/chaos, CI mode) tests.
 	E2E_MANAGER_BINARY=$(MANAGER_BINARY) go test $(TEST_FLAGS) ./...
 
 .PHONY: run
@@ -122,14 +130,16 @@ undeploy: kubectl ## Remove what make deploy applied (CRDs included) from the cl
 E2E_ARTIFACTS ?= $(OUTPUT)/e2e
 E2E_FLAGS ?= -count=1 -timeout 15m -v
 KIND_CLUSTER ?= ndsl-e2e
+# How make e2e-kind installs the manager: helm (charts/controller-manager) or kustomize (make deploy).
+E2E_INSTALL ?= helm
 
 .PHONY: e2e
 e2e: build controlplane ## End-to-end suite: local cluster, manifests, two processes of _output/controller-manager; logs in _output/e2e.
 	E2E_MANAGER_BINARY=$(MANAGER_BINARY) E2E_ARTIFACTS=$(E2E_ARTIFACTS) go test $(E2E_FLAGS) ./test/e2e
 
 .PHONY: e2e-kind
-e2e-kind: kubectl ## The e2e suite on a kind cluster (1 control plane, 2 workers) running the image with manifests/default; KEEP_CLUSTER=1 keeps it. Offline, builds the node image.
-	KIND_CLUSTER=$(KIND_CLUSTER) VERSION=$(VERSION) LDFLAGS='-s -w $(LDFLAGS)' E2E_ARTIFACTS=$(OUTPUT)/e2e-kind \
+e2e-kind: kubectl helm ## The e2e suite on a kind cluster (1 control plane, 2 workers) running the image installed by the Helm chart (E2E_INSTALL=kustomize: manifests/default); KEEP_CLUSTER=1 keeps it. Offline, builds the node image.
+	KIND_CLUSTER=$(KIND_CLUSTER) E2E_INSTALL=$(E2E_INSTALL) VERSION=$(VERSION) LDFLAGS='-s -w $(LDFLAGS)' E2E_ARTIFACTS=$(OUTPUT)/e2e-kind \
 		E2E_FLAGS='$(E2E_FLAGS)' hack/kind/e2e.sh
 
 # The README's quick start: the stages of make e2e-kind up to its suite,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates everything derived from apis/: deepcopy functions, the typed
 # clientset, listers, informers and apply configurations in pkg/generated/,
-# the CRD manifests in manifests/crd/, and docs/api-reference.md from them.
+# the CRD manifests in manifests/crd/, docs/api-reference.md from them, and
+# the chart's copies of the CRDs, alerts and dashboard (hack/update-chart.sh).
 #
 # The generators are pinned by hack/tools/codegen/go.mod and built from
 # source into hack/bin/codegen (or $CODEGEN_GOBIN); nothing is downloaded
@@ -54,3 +55,5 @@ go tool -modfile="${TOOLS_DIR}/go.mod" controller-gen \
 
 echo "Generating docs/api-reference.md"
 go run ./hack/apidocs --crds manifests/crd --out docs/api-reference.md
+echo "Copying the CRDs, alerts and dashboard into the Helm chart"
+"${REPO_ROOT}/hack/update-chart.sh"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make e2e-kind: the e2e suite against a kind cluster (1 control plane, 2
-# workers) running the manager's image with manifests/default.
+# workers) running the manager's image, installed with the Helm chart
+# (charts/controller-manager) or, with E2E_INSTALL=kustomize, manifests/default.
 #
 #   1. a Docker engine (hack/kind/docker.sh: installs and starts one if it can);
 #   2. the node image: $KIND_NODE_IMAGE if set; else kind's published image
@@ -10,7 +11,8 @@
 #      stand-in for the samples' nginx (test/e2e/images/web) and one for the
 #      NFS CSI driver (test/e2e/images/nfs-stand-in);
 #   4. the cluster (bridge CNI by hack/kind/cni.sh on the offline image), the
-#      images loaded, manifests/default deployed, both replicas available;
+#      images loaded, the manager installed (E2E_INSTALL: helm, the default,
+#      or kustomize), both replicas available;
 #   5. go test ./test/e2e with E2E_MANAGER=deployment;
 #   6. the cluster deleted, unless KEEP_CLUSTER=1 (an existing cluster of the
 #      same name is reused).
@@ -190,8 +192,27 @@ deploy() {
   # directories from a stand-in for the NFS CSI driver.
   k apply -f test/e2e/images/nfs-stand-in/deploy.yaml
   k -n kube-system rollout status daemonset/nfs-stand-in --timeout=3m
-  KUBECONFIG="$KUBECONFIG_FILE" make --no-print-directory deploy IMG="$IMG"
+  case "${E2E_INSTALL:-helm}" in
+  helm) helm_install ;;
+  kustomize) KUBECONFIG="$KUBECONFIG_FILE" make --no-print-directory deploy IMG="$IMG" ;;
+  *)
+    log "E2E_INSTALL must be helm or kustomize, not $E2E_INSTALL"
+    return 1
+    ;;
+  esac
   k -n ndsl-system rollout status deployment/controller-manager --timeout=3m
+}
+
+# helm_install: the chart into ndsl-system, as the README's helm install
+# does, with the e2e image; the namespace enforces PodSecurity restricted
+# like manifests/manager/namespace.yaml's.
+helm_install() {
+  local helm
+  helm=$(hack/build-helm.sh)
+  k create namespace ndsl-system --dry-run=client -o yaml | k apply -f -
+  k label namespace ndsl-system pod-security.kubernetes.io/enforce=restricted --overwrite
+  "$helm" upgrade --install ndsl charts/controller-manager --kubeconfig "$KUBECONFIG_FILE" --namespace ndsl-system \
+    --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}"
 }
 stage "load images and deploy" deploy
 [[ ${KIND_UP:-} != 1 ]] || exit 0

@@ -1,0 +1,105 @@
+{{/*
+Labels of every object: the manifests' app.kubernetes.io/name, Helm's
+standard labels and commonLabels. The names are fixed (as in manifests/):
+the e2e suite, the runbooks and the manager's defaults use them.
+*/}}
+{{- define "cm.labels" -}}
+app.kubernetes.io/name: ndsl-controller-manager
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* The manager's pods; the Deployment's selector, fixed across upgrades. */}}
+{{- define "cm.selectorLabels" -}}
+app.kubernetes.io/name: ndsl-controller-manager
+app.kubernetes.io/component: controller-manager
+{{- end }}
+
+{{/* The manager's ServiceAccount as a binding subject. */}}
+{{- define "cm.subject" -}}
+- kind: ServiceAccount
+  name: controller-manager
+  namespace: {{ .Release.Namespace }}
+{{- end }}
+
+{{- define "cm.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+
+{{/* Whether the manager issues the webhook certificate and keeps the caBundles. */}}
+{{- define "cm.selfManagedCerts" -}}
+{{- if and .Values.webhooks.enabled (eq .Values.webhooks.certificates "self") }}true{{ end }}
+{{- end }}
+
+{{- define "cm.certManager" -}}
+{{- if and .Values.webhooks.enabled (eq .Values.webhooks.certificates "cert-manager") }}true{{ end }}
+{{- end }}
+
+{{/* cainjector's annotation: the Certificate whose CA goes into the caBundles. */}}
+{{- define "cm.injectCA" -}}
+{{- if include "cm.certManager" . }}
+cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/controller-manager-webhook
+{{- end }}
+{{- end }}
+
+{{/* The manager's flags. The first five are manifests/manager/deployment.yaml's. */}}
+{{- define "cm.args" -}}
+- --leader-elect={{ .Values.leaderElection.enabled }}
+- --http-address=:8443
+- --secure-serving=true
+- --shutdown-timeout=30s
+- --shutdown-delay-duration=5s
+{{- with .Values.leaderElection.leaseDuration }}
+- {{ printf "--leader-elect-lease-duration=%s" . | quote }}
+{{- end }}
+{{- with .Values.leaderElection.renewDeadline }}
+- {{ printf "--leader-elect-renew-deadline=%s" . | quote }}
+{{- end }}
+{{- with .Values.leaderElection.retryPeriod }}
+- {{ printf "--leader-elect-retry-period=%s" . | quote }}
+{{- end }}
+{{- $controllers := .Values.controllers }}
+{{- if .Values.cleanup.enabled }}
+{{- $controllers = append $controllers "cleanup" }}
+{{- end }}
+{{- if ne (join "," $controllers) "*" }}
+- {{ printf "--controllers=%s" (join "," $controllers) | quote }}
+{{- end }}
+{{- if not .Values.webhooks.enabled }}
+- --webhooks=false
+{{- else if include "cm.certManager" . }}
+- --webhook-cert-dir=/var/run/webhook-certs
+# cert-manager's certificate names the metrics Service too, so Prometheus
+# verifies /metrics against its CA.
+- --tls-cert-file=/var/run/webhook-certs/tls.crt
+- --tls-private-key-file=/var/run/webhook-certs/tls.key
+{{- end }}
+{{- with .Values.pipeline.allowedNFS }}
+- {{ printf "--pipeline-allowed-nfs=%s" (join "," .) | quote }}
+{{- end }}
+{{- with .Values.pipeline.allowedImages }}
+- {{ printf "--pipeline-allowed-images=%s" (join "," .) | quote }}
+{{- end }}
+{{- with .Values.pipeline.podSecurity }}
+- {{ printf "--pipeline-pod-security=%s" . | quote }}
+{{- end }}
+{{- if .Values.cleanup.enabled }}
+{{- with .Values.cleanup.interval }}
+- {{ printf "--cleanup-interval=%s" . | quote }}
+{{- end }}
+{{- with .Values.cleanup.stalePeriod }}
+- {{ printf "--cleanup-stale-period=%s" . | quote }}
+{{- end }}
+{{- if .Values.cleanup.dryRun }}
+- --cleanup-dry-run=true
+{{- end }}
+{{- end }}
+{{- range .Values.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end }}
