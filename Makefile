@@ -35,8 +35,12 @@ build: ## Build the controller-manager binary into _output/.
 controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok from Go modules.
 	hack/build-controlplane.sh
 
+.PHONY: promtool
+promtool: ## Build promtool from Go modules, for the alert rules' unit tests (manifests/alerts).
+	hack/build-promtool.sh
+
 .PHONY: generate
-generate: ## Regenerate clients, listers, informers, apply configurations and CRDs.
+generate: ## Regenerate clients, listers, informers, apply configurations, CRDs and the PrometheusRule (from manifests/alerts).
 	hack/update-codegen.sh
 
 .PHONY: verify
@@ -46,7 +50,7 @@ verify: ## gofmt, go vet and generated code up to date.
 	hack/verify-codegen.sh
 
 .PHONY: test-unit
-test-unit: ## Unit tests (no control plane).
+test-unit: promtool ## Unit tests (no control plane; the alert rules' tests run promtool).
 	go test $(TEST_FLAGS) $$(go list ./... | grep -v /test/)
 
 .PHONY: test-integration
@@ -54,7 +58,7 @@ test-integration: controlplane ## Integration tests against a real etcd and kube
 	go test $(TEST_FLAGS) ./test/integration/... ./pkg/testing/...
 
 .PHONY: test
-test: controlplane verify build ## Everything CI runs: verify, unit, integration, e2e and fault-injection (test/chaos, CI mode) tests.
+test: controlplane promtool verify build ## Everything CI runs: verify, unit (the alert rules' included), integration, e2e and fault-injection (test/chaos, CI mode) tests.
 	E2E_MANAGER_BINARY=$(MANAGER_BINARY) go test $(TEST_FLAGS) ./...
 
 .PHONY: run
@@ -90,6 +94,12 @@ uninstall: kubectl ## Remove the CRDs (and with them every App and Pipeline) fro
 .PHONY: deploy
 deploy: kubectl ## Apply manifests/default to the cluster in $KUBECONFIG with image IMG.
 	$(KUBECTL_CMD) kustomize manifests/default | sed 's|image: controller-manager:latest|image: $(IMG)|' | $(KUBECTL_CMD) apply -f -
+
+# kubebuilder's convention: one file that installs what make deploy applies.
+.PHONY: build-installer
+build-installer: kubectl ## Write dist/install.yaml: manifests/default with image IMG, for kubectl apply -f.
+	mkdir -p dist
+	$(KUBECTL_CMD) kustomize manifests/default | sed 's|image: controller-manager:latest|image: $(IMG)|' >dist/install.yaml
 
 .PHONY: undeploy
 undeploy: kubectl ## Remove what make deploy applied (CRDs included) from the cluster in $KUBECONFIG.

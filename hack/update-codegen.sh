@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates everything derived from apis/: deepcopy functions, the typed
 # clientset, listers, informers and apply configurations in pkg/generated/,
-# and the CRD manifests in manifests/crd/.
+# the CRD manifests in manifests/crd/, and the PrometheusRule of
+# manifests/components/alerts from the rule file manifests/alerts/alerts.yaml.
 #
 # The generators are pinned by hack/tools/codegen/go.mod and built from
 # source into hack/bin/codegen (or $CODEGEN_GOBIN); nothing is downloaded
@@ -51,3 +52,6 @@ go tool -modfile="${TOOLS_DIR}/go.mod" controller-gen \
     crd \
     paths=./apis/... \
     output:crd:artifacts:config=manifests/crd
+
+echo "Generating the PrometheusRule from manifests/alerts/alerts.yaml"
+go run ./hack/prometheusrule manifests/alerts/alerts.yaml >manifests/components/alerts/prometheusrule.yaml

@@ -8,7 +8,7 @@ set -o pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 # Everything update-codegen.sh writes lives under these paths.
-GENERATED=(apis pkg/generated manifests/crd)
+GENERATED=(apis pkg/generated manifests/crd manifests/components/alerts)
 
 TMP="$(mktemp -d)"
 trap 'rm -rf "${TMP}"' EXIT
