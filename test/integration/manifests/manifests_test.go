@@ -247,6 +247,7 @@ func checkShutdownTimings(t *testing.T, pod corev1.PodSpec, g options.GenericOpt
 // metricName finds the metric names a PromQL expression uses.
 var metricName = regexp.MustCompile(`\b([a-z_]+_(?:total|seconds_bucket|depth|workers|status|bytes))\b`)
 
+// The dashboard and the alert rules query only metrics the manager exports.
 func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	root, err := controlplane.RepoRoot()
 	if err != nil {
@@ -297,6 +298,14 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	}
 	if checked < len(dash.Panels) {
 		t.Errorf("found only %d metric names in %d panels", checked, len(dash.Panels))
+	}
+
+	// Issue 23: the alert rules' metrics too, but the webhooks' (checked
+	// in test/integration/webhook, where a replica serves them).
+	for _, name := range framework.AlertRuleMetrics(t, "") {
+		if !strings.HasPrefix(name, "controller_manager_webhook_") && !framework.Exports(body, name) {
+			t.Errorf("the alert rules query %s, which the manager does not export", name)
+		}
 	}
 }
 

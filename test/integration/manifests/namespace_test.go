@@ -30,7 +30,7 @@ const userNamespace = "platform"
 
 // compose writes a user's kustomization over manifests/default with the
 // given components of manifests/components (all of them when none is
-// given) and the namespace transformer, as manifests/README.md tells users
+// given) and the namespace transformer, as docs/kustomize.md tells users
 // to, setting namespace unless it is empty, and returns what it builds to.
 func compose(t *testing.T, namespace string, only ...string) (string, []map[string]any) {
 	t.Helper()
@@ -139,6 +139,16 @@ func TestComponentsComposeIntoTheUsersNamespace(t *testing.T) {
 	checkNamespaceDerived(t, docs, userNamespace)
 	checkServiceMonitor(t, docs)
 	applyDryRun(t, out, docs)
+}
+
+// The ServiceMonitor verifies the metrics Service's certificate with the CA
+// that issued it, the manager's or cert-manager's, whatever the order the
+// components are listed in.
+func TestServiceMonitorVerifiesWithTheIssuersCA(t *testing.T) {
+	for _, components := range [][]string{{"prometheus"}, {"prometheus", "cert-manager"}, {"cert-manager", "prometheus"}} {
+		_, docs := compose(t, userNamespace, components...)
+		checkServiceMonitor(t, docs)
+	}
 }
 
 // Without a namespace of the user's, the components land beside the
@@ -251,6 +261,12 @@ func checkServiceMonitor(t *testing.T, docs []map[string]any) {
 	t.Helper()
 	type endpoint struct {
 		BearerTokenFile string `json:"bearerTokenFile"`
+		TLSConfig       struct {
+			CA struct {
+				ConfigMap *corev1.ConfigMapKeySelector `json:"configMap"`
+				Secret    *corev1.SecretKeySelector    `json:"secret"`
+			} `json:"ca"`
+		} `json:"tlsConfig"`
 		Authorization   *struct {
 			Type        string                   `json:"type"`
 			Credentials corev1.SecretKeySelector `json:"credentials"`
@@ -264,11 +280,20 @@ func checkServiceMonitor(t *testing.T, docs []map[string]any) {
 		} `json:"spec"`
 	}
 	secrets := map[string]corev1.Secret{}
+	certificateSecret := "" // cert-manager's Secret, with the cert-manager component
 	bound := map[string]bool{} // ServiceAccounts bound to the metrics-reader ClusterRole
 	for _, doc := range docs {
 		switch doc["kind"] {
 		case "ServiceMonitor":
 			convert(t, doc, &monitor)
+		case "Certificate":
+			var c struct {
+				Spec struct {
+					SecretName string `json:"secretName"`
+				} `json:"spec"`
+			}
+			convert(t, doc, &c)
+			certificateSecret = c.Spec.SecretName
 		case "Secret":
 			var s corev1.Secret
 			convert(t, doc, &s)
@@ -295,6 +320,18 @@ func checkServiceMonitor(t *testing.T, docs []map[string]any) {
 		t.Errorf("ServiceMonitor jobLabel %q, want app.kubernetes.io/name (the alert rules select job=\"ndsl-controller-manager\")", monitor.Spec.JobLabel)
 	}
 	for _, e := range monitor.Spec.Endpoints {
+		// The CA of whoever issues the certificate the metrics are served
+		// with: the manager publishes its bundle in a ConfigMap; with
+		// cert-manager, it is ca.crt of the Certificate's Secret.
+		ca := e.TLSConfig.CA
+		switch {
+		case certificateSecret == "" && (ca.Secret != nil || ca.ConfigMap == nil ||
+			ca.ConfigMap.Name != "controller-manager-ca" || ca.ConfigMap.Key != "ca-bundle.crt"):
+			t.Errorf("ServiceMonitor tlsConfig.ca %+v, want the manager's ConfigMap controller-manager-ca, key ca-bundle.crt", ca)
+		case certificateSecret != "" && (ca.ConfigMap != nil || ca.Secret == nil ||
+			ca.Secret.Name != certificateSecret || ca.Secret.Key != "ca.crt"):
+			t.Errorf("ServiceMonitor tlsConfig.ca %+v, want cert-manager's Secret %s, key ca.crt", ca, certificateSecret)
+		}
 		if e.BearerTokenFile != "" {
 			t.Errorf("ServiceMonitor endpoint uses the deprecated bearerTokenFile %s", e.BearerTokenFile)
 		}
