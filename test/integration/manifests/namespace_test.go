@@ -267,7 +267,7 @@ func checkServiceMonitor(t *testing.T, docs []map[string]any) {
 				Secret    *corev1.SecretKeySelector    `json:"secret"`
 			} `json:"ca"`
 		} `json:"tlsConfig"`
-		Authorization   *struct {
+		Authorization *struct {
 			Type        string                   `json:"type"`
 			Credentials corev1.SecretKeySelector `json:"credentials"`
 		} `json:"authorization"`
@@ -280,7 +280,7 @@ func checkServiceMonitor(t *testing.T, docs []map[string]any) {
 		} `json:"spec"`
 	}
 	secrets := map[string]corev1.Secret{}
-	certificateSecret := "" // cert-manager's Secret, with the cert-manager component
+	certificateSecret := ""    // cert-manager's Secret, with the cert-manager component
 	bound := map[string]bool{} // ServiceAccounts bound to the metrics-reader ClusterRole
 	for _, doc := range docs {
 		switch doc["kind"] {
