@@ -45,8 +45,12 @@ helm: ## Build the helm CLI from Go modules into hack/bin (the chart's tests, ma
 chart-package: helm ## Package charts/controller-manager into _output/release/: version and appVersion VERSION, image IMG.
 	hack/package-chart.sh '$(IMG)' '$(VERSION)' $(OUTPUT)/release
 
+.PHONY: promtool
+promtool: ## Build promtool from Go modules, for the alert rules' unit tests (manifests/alerts).
+	hack/build-promtool.sh
+
 .PHONY: generate
-generate: ## Regenerate clients, listers, informers, apply configurations, CRDs, docs/api-reference.md and the chart's copies.
+generate: ## Regenerate clients, listers, informers, apply configurations, CRDs, docs/api-reference.md, the PrometheusRule (from manifests/alerts) and the chart's copies.
 	hack/update-codegen.sh
 
 .PHONY: verify
@@ -56,7 +60,7 @@ verify: ## gofmt, go vet and generated code (docs/api-reference.md included) up 
 	hack/verify-codegen.sh
 
 .PHONY: test-unit
-test-unit: ## Unit tests (no control plane).
+test-unit: promtool ## Unit tests (no control plane; the alert rules' tests run promtool).
 	go test $(TEST_FLAGS) $$(go list ./... | grep -v /test/)
 
 .PHONY: test-integration
@@ -64,7 +68,7 @@ test-integration: controlplane helm ## Integration tests against a real etcd and
 	go test $(TEST_FLAGS) ./test/integration/... ./pkg/testing/...
 
 .PHONY: test
-test: controlplane helm verify build ## Everything CI runs: verify, unit, integration (helm lint and the chart's tests included), e2e and fault-injection (test/chaos, CI mode) tests.
+test: controlplane helm promtool verify build ## Everything CI runs: verify, unit (the alert rules' included), integration (helm lint and the chart's tests included), e2e and fault-injection (test/chaos, CI mode) tests.
 	E2E_MANAGER_BINARY=$(MANAGER_BINARY) go test $(TEST_FLAGS) ./...
 
 .PHONY: run
@@ -121,6 +125,12 @@ uninstall: kubectl ## Remove the CRDs (and with them every App and Pipeline) fro
 .PHONY: deploy
 deploy: kubectl ## Apply manifests/default to the cluster in $KUBECONFIG with image IMG.
 	$(KUBECTL_CMD) kustomize manifests/default | sed 's|image: controller-manager:latest|image: $(IMG)|' | $(KUBECTL_CMD) apply -f -
+
+# kubebuilder's convention: one file that installs what make deploy applies.
+.PHONY: build-installer
+build-installer: kubectl ## Write dist/install.yaml: manifests/default with image IMG, for kubectl apply -f.
+	mkdir -p dist
+	$(KUBECTL_CMD) kustomize manifests/default | sed 's|image: controller-manager:latest|image: $(IMG)|' >dist/install.yaml
 
 .PHONY: undeploy
 undeploy: kubectl ## Remove what make deploy applied (CRDs included) from the cluster in $KUBECONFIG.

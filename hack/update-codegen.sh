@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates everything derived from apis/: deepcopy functions, the typed
 # clientset, listers, informers and apply configurations in pkg/generated/,
-# the CRD manifests in manifests/crd/, docs/api-reference.md from them, and
-# the chart's copies of the CRDs, alerts and dashboard (hack/update-chart.sh).
+# the CRD manifests in manifests/crd/, docs/api-reference.md from them, the
+# PrometheusRule of manifests/components/alerts from the rule file
+# manifests/alerts/alerts.yaml, and the chart's copies of the CRDs, alerts and
+# dashboard (hack/update-chart.sh).
 #
 # The generators are pinned by hack/tools/codegen/go.mod and built from
 # source into hack/bin/codegen (or $CODEGEN_GOBIN); nothing is downloaded
@@ -55,5 +57,7 @@ go tool -modfile="${TOOLS_DIR}/go.mod" controller-gen \
 
 echo "Generating docs/api-reference.md"
 go run ./hack/apidocs --crds manifests/crd --out docs/api-reference.md
+echo "Generating the PrometheusRule from manifests/alerts/alerts.yaml"
+go run ./hack/prometheusrule manifests/alerts/alerts.yaml >manifests/components/alerts/prometheusrule.yaml
 echo "Copying the CRDs, alerts and dashboard into the Helm chart"
 "${REPO_ROOT}/hack/update-chart.sh"

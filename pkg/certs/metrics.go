@@ -33,6 +33,17 @@ func RegisterMetrics() {
 	})
 }
 
+// RecordServingExpiry sets the serving certificate's expiry gauge from a
+// certificate this replica serves but does not manage (--webhook-cert-dir,
+// e.g. cert-manager's), so that the expiry alert covers it too. A
+// certificate that cannot be read leaves the gauge as it was.
+func RecordServingExpiry(certPEM []byte) {
+	RegisterMetrics()
+	if parsed, err := certutil.ParseCertsPEM(certPEM); err == nil {
+		certificateExpiry.WithLabelValues("serving").Set(float64(parsed[0].NotAfter.Unix()))
+	}
+}
+
 // recordExpiry sets the expiry gauges from the Secret's data; a certificate
 // that cannot be read leaves its gauge as it was.
 func recordExpiry(data map[string][]byte) {

@@ -45,6 +45,9 @@ func (e *admissionEndpoint) ServeHTTP(w http.ResponseWriter, req *http.Request) 
 	resp := e.admit(ctx, r)
 	if !resp.Allowed {
 		rejectionsTotal.WithLabelValues(e.name).Inc()
+		if resp.Result.Code >= http.StatusInternalServerError {
+			errorsTotal.WithLabelValues(e.name).Inc()
+		}
 		logger.V(2).Info("Admission denied", "code", resp.Result.Code, "message", resp.Result.Message)
 	} else {
 		logger.V(4).Info("Admission allowed", "patched", len(resp.Patch) > 0, "warnings", len(resp.Warnings))

@@ -133,6 +133,7 @@ func TestAdmissionResponses(t *testing.T) {
 			// Deltas: the counters are global, and go test -count=N reruns.
 			rejectionsBefore, _ := testutil.GetCounterMetricValue(rejectionsTotal.WithLabelValues(name))
 			okBefore, _ := testutil.GetCounterMetricValue(requestsTotal.WithLabelValues(name, "200"))
+			errorsBefore, _ := testutil.GetCounterMetricValue(errorsTotal.WithLabelValues(name))
 
 			resp := decodeAdmissionResponse(t, post(t, s, "/x", "application/json", admissionBody(t, uid)))
 
@@ -168,6 +169,12 @@ func TestAdmissionResponses(t *testing.T) {
 			}
 			if n, _ := testutil.GetCounterMetricValue(requestsTotal.WithLabelValues(name, "200")); n-okBefore != 1 {
 				t.Errorf("requests_total{code=200} grew by %v, want 1", n-okBefore)
+			}
+			// Only the webhook's own failures are errors (what the alert
+			// on webhook errors counts), not the denials it decides.
+			wantErrors := map[bool]float64{true: 1, false: 0}[tt.wantCode >= http.StatusInternalServerError]
+			if n, _ := testutil.GetCounterMetricValue(errorsTotal.WithLabelValues(name)); n-errorsBefore != wantErrors {
+				t.Errorf("errors_total grew by %v, want %v", n-errorsBefore, wantErrors)
 			}
 		})
 	}

@@ -47,6 +47,7 @@ func (e *conversionEndpoint) ServeHTTP(w http.ResponseWriter, req *http.Request)
 	converted, err := e.convertAll(ctx, r.Objects, r.DesiredAPIVersion)
 	if err != nil {
 		conversionErrorsTotal.WithLabelValues(e.name).Inc()
+		errorsTotal.WithLabelValues(e.name).Inc()
 		logger.Error(err, "Conversion failed", "objects", len(r.Objects))
 		resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: err.Error()}
 	} else {

@@ -156,6 +156,7 @@ func TestConversionFailures(t *testing.T) {
 			s := NewServer()
 			s.HandleConversion("/c", name, tt.converter)
 			errorsBefore, _ := testutil.GetCounterMetricValue(conversionErrorsTotal.WithLabelValues(name))
+			allErrorsBefore, _ := testutil.GetCounterMetricValue(errorsTotal.WithLabelValues(name))
 			rec := post(t, s, "/c", "application/json", conversionBody(t, to, app("v1beta1", "bad", map[string]any{"replicas": 1})))
 			resp := decodeConversionResponse(t, rec.Code, rec.Body.Bytes())
 			if resp.Result.Status != metav1.StatusFailure {
@@ -169,6 +170,9 @@ func TestConversionFailures(t *testing.T) {
 			}
 			if n, _ := testutil.GetCounterMetricValue(conversionErrorsTotal.WithLabelValues(name)); n-errorsBefore != 1 {
 				t.Errorf("conversion_errors_total grew by %v, want 1", n-errorsBefore)
+			}
+			if n, _ := testutil.GetCounterMetricValue(errorsTotal.WithLabelValues(name)); n-allErrorsBefore != 1 {
+				t.Errorf("errors_total grew by %v, want 1", n-allErrorsBefore)
 			}
 		})
 	}

@@ -29,6 +29,15 @@ var (
 		Help:      "Admission requests denied, per webhook (including internal errors and panics).",
 	}, []string{"webhook"})
 
+	// errorsTotal is what the alert on webhook errors divides by
+	// requestsTotal: requests the webhook failed to serve, as opposed to
+	// requests it served with a denial (rejectionsTotal).
+	errorsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "errors_total",
+		Help:      "Webhook requests that failed, per webhook: answered with an HTTP status of 500 or more, admission responses with a result code of 500 or more (a handler's internal error or panic), and failed conversions.",
+	}, []string{"webhook"})
+
 	conversionErrorsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem: metricsSubsystem,
 		Name:      "conversion_errors_total",
@@ -42,7 +51,7 @@ var (
 // /metrics. Safe to call more than once.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(requestsTotal, requestDuration, rejectionsTotal, conversionErrorsTotal)
+		legacyregistry.MustRegister(requestsTotal, requestDuration, rejectionsTotal, errorsTotal, conversionErrorsTotal)
 	})
 }
 
@@ -51,9 +60,11 @@ func RegisterMetrics() {
 func initAdmissionMetrics(name string) {
 	RegisterMetrics()
 	rejectionsTotal.WithLabelValues(name)
+	errorsTotal.WithLabelValues(name)
 }
 
 func initConversionMetrics(name string) {
 	RegisterMetrics()
 	conversionErrorsTotal.WithLabelValues(name)
+	errorsTotal.WithLabelValues(name)
 }

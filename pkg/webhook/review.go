@@ -67,5 +67,8 @@ func writeError(w http.ResponseWriter, req *http.Request, webhook string, code i
 // observe records one request's metrics.
 func observe(webhook string, code int, start time.Time) {
 	requestsTotal.WithLabelValues(webhook, strconv.Itoa(code)).Inc()
+	if code >= http.StatusInternalServerError {
+		errorsTotal.WithLabelValues(webhook).Inc()
+	}
 	requestDuration.WithLabelValues(webhook).Observe(time.Since(start).Seconds())
 }

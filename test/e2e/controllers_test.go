@@ -18,6 +18,7 @@ import (
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/controllers/cleanup"
 	"github.com/ndsl/controller-manager/pkg/controller"
+	"github.com/ndsl/controller-manager/test/e2e/framework"
 )
 
 // TestControllersFlagLeavesAppsAlone runs a manager with the App controller
@@ -130,18 +131,26 @@ func TestCleanupRemovesOrphans(t *testing.T) {
 	}
 }
 
-// grantCleanupRBAC adds what manifests/overlays/cleanup adds to the
+// grantCleanupRBAC adds what manifests/components/cleanup adds to the
 // default install, which grants the (off by default) sweeper nothing: its
-// ClusterRole and binding. They are removed when the test ends.
+// ClusterRole and its binding to the manager's ServiceAccount (in the
+// component the subject's namespace is a placeholder that
+// manifests/namespace fills in). They are removed when the test ends.
 func grantCleanupRBAC(t *testing.T) {
 	t.Helper()
-	grant := []string{"-f", "manifests/overlays/cleanup/cleanup-controller.yaml", "-f", "manifests/overlays/cleanup/binding.yaml"}
-	if _, err := cluster.Kubectl(context.Background(), append([]string{"apply"}, grant...)...); err != nil {
+	const binding = "ndsl-controller-manager:cleanup"
+	role := []string{"-f", "manifests/components/cleanup/cleanup-controller.yaml"}
+	if _, err := cluster.Kubectl(context.Background(), append([]string{"apply"}, role...)...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_, _ = cluster.Kubectl(context.Background(), append([]string{"delete", "--ignore-not-found"}, grant...)...)
+		_, _ = cluster.Kubectl(context.Background(), append([]string{"delete", "--ignore-not-found"}, role...)...)
+		_, _ = cluster.Kubectl(context.Background(), "delete", "--ignore-not-found", "clusterrolebinding", binding)
 	})
+	if _, err := cluster.Kubectl(context.Background(), "create", "clusterrolebinding", binding, "--clusterrole="+binding,
+		"--serviceaccount="+framework.ManagerNamespace+":controller-manager"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // managedDeployment is a Deployment with no pods carrying this manager's

@@ -50,6 +50,10 @@ func (m *Manager) startWebhooks(ctx context.Context) (*webhooks, error) {
 			return nil, fmt.Errorf("loading the webhook certificate from --webhook-cert-dir: %w", err)
 		}
 		content = files // Serve follows the files (webhook.ReloadingTLSConfig)
+		// The expiry metric follows them too, from the first load on.
+		expiry := servingExpiry{files}
+		files.AddListener(expiry)
+		expiry.Enqueue()
 	} else {
 		cm, err := m.newCertManager()
 		if err != nil {
@@ -66,6 +70,18 @@ func (m *Manager) startWebhooks(ctx context.Context) (*webhooks, error) {
 	}
 	w.addr = addr
 	return w, nil
+}
+
+// servingExpiry records the expiry of a mounted serving certificate each
+// time it is (re)loaded.
+type servingExpiry struct {
+	content dynamiccertificates.CertKeyContentProvider
+}
+
+// Enqueue is called by the files' provider after every change.
+func (e servingExpiry) Enqueue() {
+	cert, _ := e.content.CurrentCertKeyContent()
+	certs.RecordServingExpiry(cert)
 }
 
 // newCertManager builds the manager of the certificate Secret and of the

@@ -174,7 +174,7 @@ func TestChildrenOfAGoneOwnerAreRemovedAfterTheStalePeriodOnly(t *testing.T) {
 	framework.RequireCRDs(t, cp.Config)
 	client := cp.Client
 	ns := newDanglingFamily(t, client)
-	cfg := framework.ServiceAccountWithClusterRoles(t, cp, ns, "overlays/cleanup/cleanup-controller.yaml")
+	cfg := framework.ServiceAccountWithClusterRoles(t, cp, ns, "components/cleanup/cleanup-controller.yaml")
 	startedAt := time.Now() // the children are stale from the first sweep on
 	framework.StartManager(t, cfg, sweeper(false))
 
@@ -212,7 +212,7 @@ func TestChildrenOrphanedOnPurposeAreKept(t *testing.T) {
 	framework.RequireCRDs(t, cp.Config)
 	client := cp.Client
 	f := newFamily(t, client)
-	cfg := framework.ServiceAccountWithClusterRoles(t, cp, f.ns, "overlays/cleanup/cleanup-controller.yaml")
+	cfg := framework.ServiceAccountWithClusterRoles(t, cp, f.ns, "components/cleanup/cleanup-controller.yaml")
 	framework.StartManager(t, cfg, sweeper(false))
 	f.orphan(t, client)
 
@@ -276,7 +276,7 @@ func TestPVOfALivePipelineIsKept(t *testing.T) {
 		_ = client.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
 	})
 
-	cfg := framework.ServiceAccountWithClusterRoles(t, cp, ns, "overlays/cleanup/cleanup-controller.yaml")
+	cfg := framework.ServiceAccountWithClusterRoles(t, cp, ns, "components/cleanup/cleanup-controller.yaml")
 	framework.StartManager(t, cfg, sweeper(false))
 	waitSweptPastStalePeriod(t)
 	got, err := client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})

@@ -21,7 +21,7 @@ func TestStalenessSurvivesALeaderChange(t *testing.T) {
 	const period = 8 * time.Second
 	client := cp.Client
 	ns := newDanglingFamily(t, client)
-	cfg := framework.ServiceAccountWithClusterRoles(t, cp, ns, "overlays/cleanup/cleanup-controller.yaml", "rbac/leader-election.yaml")
+	cfg := framework.ServiceAccountWithClusterRoles(t, cp, ns, "components/cleanup/cleanup-controller.yaml", "rbac/leader-election.yaml")
 	leader := func(o *options.Options) {
 		sweeper(false)(o)
 		o.Cleanup.StalePeriod = period

@@ -2,12 +2,16 @@ package manager
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/controllers/ingress"
@@ -51,6 +55,7 @@ func TestWebhookReadinessIgnoresUnsyncedControllerAndShippedRBACSuffices(t *test
 	if status, _, _ := m.Get("/livez"); status != 200 {
 		t.Errorf("/livez = %d while caches sync, want 200", status)
 	}
+	checkMountedCertificateExpiry(t, m, certDir)
 
 	framework.GrantClusterRoles(t, cp, ns, "rbac/ingress-controller.yaml")
 
@@ -71,4 +76,34 @@ func TestWebhookReadinessIgnoresUnsyncedControllerAndShippedRBACSuffices(t *test
 		_, err := client.NetworkingV1().Ingresses(ns).Get(ctx, "web", metav1.GetOptions{})
 		return err == nil, err
 	})
+}
+
+// checkMountedCertificateExpiry: a certificate mounted from elsewhere
+// (cert-manager) has its expiry exported like a managed one, for the
+// certificate expiry alert (issue 23).
+func checkMountedCertificateExpiry(t *testing.T, m *framework.Manager, certDir string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(certDir, "tls.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := certutil.ParseCertsPEM(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const series = `controller_manager_webhook_certificate_expiry_timestamp_seconds{kind="serving"} `
+	want := parsed[0].NotAfter.Unix()
+	_, body, err := m.Get("/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, series); ok {
+			if got, err := strconv.ParseFloat(v, 64); err != nil || int64(got) != want {
+				t.Errorf("%s%s, want %d (the mounted certificate's NotAfter)", series, v, want)
+			}
+			return
+		}
+	}
+	t.Errorf("/metrics has no %s: the mounted certificate's expiry is not exported", series)
 }

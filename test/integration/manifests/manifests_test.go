@@ -82,13 +82,19 @@ func convert(t *testing.T, doc map[string]any, into any) {
 }
 
 func TestEveryKustomizationBuilds(t *testing.T) {
-	for _, dir := range []string{"crd", "rbac", "manager", "webhook", "default", "overlays/prometheus", "overlays/grafana", "overlays/cert-manager", "overlays/cleanup"} {
+	for _, dir := range []string{"crd", "rbac", "manager", "webhook", "default"} {
 		build(t, dir)
+	}
+	// Each component on its own over manifests/default, as well as all
+	// together (TestComponentsComposeIntoTheUsersNamespace).
+	for _, c := range []string{"prometheus", "alerts", "grafana", "cert-manager", "cleanup"} {
+		compose(t, "", c)
 	}
 }
 
 func TestRBACHasNoWildcards(t *testing.T) {
-	for _, doc := range append(build(t, "default"), build(t, "overlays/cleanup")...) {
+	_, all := compose(t, "")
+	for _, doc := range all {
 		kind := doc["kind"]
 		if kind != "ClusterRole" && kind != "Role" {
 			continue
@@ -108,12 +114,16 @@ func TestRBACHasNoWildcards(t *testing.T) {
 }
 
 // Issue 12, defect 8: the Cleanup controller is off by default, so the
-// default install grants none of its cluster-wide deletes; the overlay
+// default install grants none of its cluster-wide deletes; the component
 // that turns it on brings its ClusterRole and binding.
 func TestCleanupRightsAreOptIn(t *testing.T) {
 	const role = "ndsl-controller-manager:cleanup"
-	find := func(dir string) (roles, bindings int, args []string) {
-		for _, doc := range build(t, dir) {
+	find := func(components ...string) (roles, bindings int, args []string) {
+		docs := build(t, "default")
+		if len(components) > 0 {
+			_, docs = compose(t, "", components...)
+		}
+		for _, doc := range docs {
 			switch doc["kind"] {
 			case "ClusterRole":
 				var r rbacv1.ClusterRole
@@ -145,12 +155,12 @@ func TestCleanupRightsAreOptIn(t *testing.T) {
 		}
 		return slices.Contains(fs.Generic.Controllers, "cleanup")
 	}
-	if roles, bindings, args := find("default"); roles != 0 || bindings != 0 || enablesCleanup(args) {
+	if roles, bindings, args := find(); roles != 0 || bindings != 0 || enablesCleanup(args) {
 		t.Errorf("manifests/default: %d ClusterRoles and %d bindings of %s, cleanup enabled %v: want none, the controller is off by default",
 			roles, bindings, role, enablesCleanup(args))
 	}
-	if roles, bindings, args := find("overlays/cleanup"); roles != 1 || bindings != 1 || !enablesCleanup(args) {
-		t.Errorf("manifests/overlays/cleanup: %d ClusterRoles and %d bindings of %s, cleanup enabled %v: want one each, and enabled",
+	if roles, bindings, args := find("cleanup"); roles != 1 || bindings != 1 || !enablesCleanup(args) {
+		t.Errorf("manifests/components/cleanup: %d ClusterRoles and %d bindings of %s, cleanup enabled %v: want one each, and enabled",
 			roles, bindings, role, enablesCleanup(args))
 	}
 }
@@ -237,12 +247,13 @@ func checkShutdownTimings(t *testing.T, pod corev1.PodSpec, g options.GenericOpt
 // metricName finds the metric names a PromQL expression uses.
 var metricName = regexp.MustCompile(`\b([a-z_]+_(?:total|seconds_bucket|depth|workers|status|bytes))\b`)
 
+// The dashboard and the alert rules query only metrics the manager exports.
 func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(root, "manifests", "overlays", "grafana", "dashboard.json"))
+	data, err := os.ReadFile(filepath.Join(root, "manifests", "components", "grafana", "dashboard.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,6 +298,14 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	}
 	if checked < len(dash.Panels) {
 		t.Errorf("found only %d metric names in %d panels", checked, len(dash.Panels))
+	}
+
+	// Issue 23: the alert rules' metrics too, but the webhooks' (checked
+	// in test/integration/webhook, where a replica serves them).
+	for _, name := range framework.AlertRuleMetrics(t, "") {
+		if !strings.HasPrefix(name, "controller_manager_webhook_") && !framework.Exports(body, name) {
+			t.Errorf("the alert rules query %s, which the manager does not export", name)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,11 +17,18 @@ import (
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
-// crdsOf returns the CRDs a kustomization builds to.
+// crdsOf returns the CRDs a kustomization builds to; components/X is
+// manifests/default with that component.
 func crdsOf(t *testing.T, dir string) []*apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	var out []*apiextensionsv1.CustomResourceDefinition
-	for _, doc := range build(t, dir) {
+	var docs []map[string]any
+	if c, ok := strings.CutPrefix(dir, "components/"); ok {
+		_, docs = compose(t, "", c)
+	} else {
+		docs = build(t, dir)
+	}
+	for _, doc := range docs {
 		if doc["kind"] == "CustomResourceDefinition" {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			convert(t, doc, crd)
@@ -52,17 +60,17 @@ func servesWithoutConversion(crd *apiextensionsv1.CustomResourceDefinition) []st
 
 // Issue 21, item 4: no install path serves v1 without conversion. make
 // install (and make run against a cluster) applies manifests/crd: v1 is
-// not served. make deploy and the cert-manager overlay configure the
-// conversion webhook and serve v1.
+// not served. make deploy, and manifests/default with the cert-manager
+// component, configure the conversion webhook and serve v1.
 func TestEveryInstallPathServesV1OnlyWithConversion(t *testing.T) {
-	for _, dir := range []string{"crd", "default", "overlays/cert-manager", "overlays/cleanup", "overlays/prometheus"} {
+	for _, dir := range []string{"crd", "default", "components/cert-manager", "components/cleanup", "components/prometheus"} {
 		for _, crd := range crdsOf(t, dir) {
 			if vs := servesWithoutConversion(crd); len(vs) > 0 {
 				t.Errorf("manifests/%s: CRD %s serves %v without a conversion webhook", dir, crd.Name, vs)
 			}
 		}
 	}
-	for _, dir := range []string{"default", "overlays/cert-manager"} {
+	for _, dir := range []string{"default", "components/cert-manager"} {
 		for _, crd := range crdsOf(t, dir) {
 			if !served(crd, "v1") || crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter {
 				t.Errorf("manifests/%s: CRD %s: v1 served %t, conversion %+v; want v1 served through the webhook", dir, crd.Name, served(crd, "v1"), crd.Spec.Conversion)

@@ -1,0 +1,37 @@
+package webhook
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ndsl/controller-manager/test/integration/framework"
+)
+
+// Issue 23, item 4: every webhook and certificate metric the alert rules
+// (manifests/alerts/alerts.yaml) query is exported by a replica that has
+// served a request: a misspelt or missing one would leave its alert
+// silent for good.
+func TestAlertRulesQueryExportedWebhookMetrics(t *testing.T) {
+	e := newEnv(t)
+	r := e.startReplica(cp.Config, quietCA, quietCert)
+	e.lb.Set(r.addr)
+	e.waitReady(r)
+	e.waitBundlesMatchSecret()
+	e.waitAdmissionWorks()
+
+	_, body, err := r.Get("/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range framework.AlertRuleMetrics(t, "controller_manager_webhook_") {
+		if !framework.Exports(body, name) {
+			var have []string
+			for _, line := range strings.Split(body, "\n") {
+				if strings.HasPrefix(line, "controller_manager_webhook_") {
+					have = append(have, line)
+				}
+			}
+			t.Errorf("the alert rules query %s, which the manager does not export; it exports:\n%s", name, strings.Join(have, "\n"))
+		}
+	}
+}
