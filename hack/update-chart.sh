@@ -24,11 +24,5 @@ for crd in manifests/crd/*.yaml; do
     cp "${crd}" "${FILES}/crds/"
 done
 cp manifests/alerts/alerts.yaml "${FILES}/alerts.yaml"
-# The dashboard lives with the kustomize part that installs it.
-for dir in manifests/components/grafana manifests/overlays/grafana; do
-    if [[ -f "${dir}/dashboard.json" ]]; then
-        cp "${dir}/dashboard.json" "${FILES}/dashboard.json"
-        break
-    fi
-done
-[[ -f "${FILES}/dashboard.json" ]] || { echo "no Grafana dashboard.json under manifests/" >&2; exit 1; }
+# The dashboard lives with the kustomize component that installs it.
+cp manifests/components/grafana/dashboard.json "${FILES}/dashboard.json"

@@ -113,16 +113,12 @@ func kustomize(t *testing.T, dir string) []object {
 	return decode(t, string(out))
 }
 
-// kustomizeWith builds manifests/default with the optional part name:
-// manifests/components/<name> where the kustomize components are, else the
-// overlay manifests/overlays/<name>.
+// kustomizeWith builds manifests/default with the component
+// manifests/components/<name>.
 func kustomizeWith(t *testing.T, name string) []object {
 	t.Helper()
 	root := repoRoot(t)
 	component := filepath.Join(root, "manifests", "components", name)
-	if _, err := os.Stat(component); err != nil {
-		return kustomize(t, filepath.Join(root, "manifests", "overlays", name))
-	}
 	// A kustomization of the user's, as manifests/ documents it: kustomize
 	// takes relative paths only, and the namespace transformers come last.
 	dir := t.TempDir()
