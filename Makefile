@@ -96,13 +96,6 @@ docker-buildx: ## Build and push the multi-arch image IMG for PLATFORMS, with SB
 	$(DOCKER) buildx build --platform $(PLATFORMS) --build-arg LDFLAGS='-s -w $(LDFLAGS)' \
 		--sbom=true --provenance=mode=max --push -t $(IMG) .
 
-# The one-file installer of a release: manifests/default with image IMG.
-.PHONY: release-manifests
-release-manifests: kubectl ## Write _output/release/install.yaml: manifests/default with image IMG.
-	@mkdir -p $(OUTPUT)/release
-	$(KUBECTL_CMD) kustomize manifests/default | sed 's|image: controller-manager:latest|image: $(IMG)|' >$(OUTPUT)/release/install.yaml
-	@echo "wrote $(OUTPUT)/release/install.yaml for $(IMG)"
-
 .PHONY: version
 version: ## Print the version a build stamps.
 	@echo $(VERSION)
