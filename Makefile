@@ -52,10 +52,12 @@ promtool: ## Build promtool from Go modules, for the alert rules' unit tests (ma
 .PHONY: generate
 generate: ## Regenerate clients, listers, informers, apply configurations, CRDs, docs/api-reference.md, the PrometheusRule (from manifests/alerts) and the chart's copies.
 	hack/update-codegen.sh
+	hack/boilerplate.sh
 
 .PHONY: verify
-verify: ## gofmt, go vet and generated code (docs/api-reference.md included) up to date.
+verify: ## gofmt, the license header, go vet and generated code (docs/api-reference.md included) up to date.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	hack/boilerplate.sh --verify
 	go vet ./...
 	hack/verify-codegen.sh
 
