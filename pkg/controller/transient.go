@@ -23,6 +23,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/ndsl/controller-manager/pkg/leaseguard"
 )
 
 // NotObservedError says the informers have not yet observed a reconcile's
@@ -39,7 +41,8 @@ func (e *NotObservedError) Error() string {
 
 // IsTransient reports whether err says only that the world moved under the
 // reconcile or that its cache is behind: a conflict, an object that already
-// exists, writes not yet observed, or a cancelled context. Such errors are
+// exists, writes not yet observed, a cancelled context, or a write the lease
+// guard refused because this replica's Lease was not fresh. Such errors are
 // retried with backoff but are not failures: they are logged quietly and
 // must never reach an object's status or a Warning event.
 func IsTransient(err error) bool {
@@ -50,6 +53,10 @@ func IsTransient(err error) bool {
 	case errors.As(err, &notObserved):
 		return true
 	case errors.Is(err, context.Canceled):
+		return true
+	case errors.Is(err, leaseguard.ErrLeaseNotHeld):
+		// This replica's Lease was not fresh for that write: retried here
+		// once renewed, or by the next leader; nothing is wrong with the object.
 		return true
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
 		return true
