@@ -194,7 +194,7 @@ func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desire
 func (c *Children[T, AC]) create(ctx context.Context, desired map[string]any) (T, Write, error) {
 	var none T
 	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
-	if err := fromFields(desired, obj); err != nil {
+	if err := viaJSON(desired, obj); err != nil {
 		return none, Created, fmt.Errorf("decoding the desired %s: %w", c.Kind, err)
 	}
 	annotations := obj.GetAnnotations()

@@ -44,15 +44,21 @@ const CreatedAnnotation = "controller-manager.ndsl.cn/created-from"
 // Typed converts an apply configuration into the object it describes, with
 // exactly the fields it sets.
 func Typed[T any](applyConfiguration any) (*T, error) {
-	data, err := json.Marshal(applyConfiguration)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the apply configuration: %w", err)
-	}
 	obj := new(T)
-	if err := json.Unmarshal(data, obj); err != nil {
-		return nil, fmt.Errorf("decoding the apply configuration into %T: %w", obj, err)
+	if err := viaJSON(applyConfiguration, obj); err != nil {
+		return nil, fmt.Errorf("converting the apply configuration into %T: %w", obj, err)
 	}
 	return obj, nil
+}
+
+// viaJSON sets out to in's JSON encoding, decoded: between apply
+// configurations, objects and their JSON values.
+func viaJSON(in, out any) error {
+	data, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
 }
 
 // typeConverter knows the schema of every built-in kind, from client-go's
@@ -63,12 +69,8 @@ var typeConverter = sync.OnceValue(func() managedfields.TypeConverter {
 
 // fields is an object, or an apply configuration, as JSON values.
 func fields(obj any) (map[string]any, error) {
-	data, err := json.Marshal(obj)
-	if err != nil {
-		return nil, err
-	}
 	var out map[string]any
-	return out, json.Unmarshal(data, &out)
+	return out, viaJSON(obj, &out)
 }
 
 // createdHash is the value of CreatedAnnotation for desired fields.
@@ -151,15 +153,6 @@ func upToDate(desired map[string]any, live runtime.Object) (bool, error) {
 		return false, err
 	}
 	return reflect.DeepEqual(held, desired), nil
-}
-
-// fromFields decodes JSON values into obj.
-func fromFields(values map[string]any, obj any) error {
-	data, err := json.Marshal(values)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(data, obj)
 }
 
 // UpToDate reports whether live, a cached child, is exactly as desired, an
