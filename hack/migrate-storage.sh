@@ -33,19 +33,15 @@ migrate() {
   storage=$("$KUBECTL" get crd "$crd" -o jsonpath='{.spec.versions[?(@.storage==true)].name}')
   log "$crd: rewriting every object at the storage version $storage"
 
-  local list count
-  list=$("$KUBECTL" get "$plural.$storage.$group" --all-namespaces -o json)
-  count=$("$KUBECTL" get "$plural.$storage.$group" --all-namespaces -o name | wc -l)
   rc=0
-  out=""
-  if [ "$count" -gt 0 ]; then
-    out=$("$KUBECTL" replace -f - <<<"$list" 2>&1) || rc=$?
-  fi
+  out=$("$KUBECTL" get "$plural.$storage.$group" --all-namespaces -o json |
+    "$KUBECTL" replace -f - 2>&1) || rc=$?
   local replaced failed
   replaced=$(grep -c ' replaced$' <<<"$out" || true)
   # Every other line must be a Conflict or a NotFound: written or deleted
   # since it was read.
-  failed=$(grep -v ' replaced$' <<<"$out" | grep -v -e 'the object has been modified' -e 'NotFound' -e '^$' || true)
+  # (Warnings, such as a deprecated version's, are not failures.)
+  failed=$(grep -v ' replaced$' <<<"$out" | grep -v -e 'the object has been modified' -e 'NotFound' -e '^Warning: ' -e '^$' || true)
   if [ -n "$failed" ] || { [ $rc -ne 0 ] && ! grep -q -e 'the object has been modified' -e 'NotFound' <<<"$out"; }; then
     log "$crd: rewriting failed; nothing recorded, rerun when the cause is fixed:"
     echo "$failed" >&2
