@@ -88,7 +88,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 			// Close open watches at shutdown instead of waiting up to the 60s
 			// request timeout for them, so Stop and RestartAPIServer are quick.
 			"--shutdown-watch-termination-grace-period=2s",
-		}, cp.auditArgs()...)}, nil
+		}, append(cp.auditArgs(), cp.opts.APIServerArgs...)...)}, nil
 	}
 	c, err := cp.startAndWait(ctx, apiserverStartTimeout, build, cp.apiserverReady)
 	if err != nil {

@@ -57,6 +57,10 @@ type Options struct {
 	// after this package's own so that they win over them, e.g.
 	// --horizontal-pod-autoscaler-sync-period=1s for a quick HPA.
 	ControllerManagerArgs []string
+	// APIServerArgs are extra kube-apiserver flags, added after this
+	// package's own so that they win over them, e.g.
+	// --feature-gates=CBORServingAndStorage=true for an alpha API path.
+	APIServerArgs []string
 	// Scheduler also runs kube-scheduler.
 	Scheduler bool
 	// Kwok also runs kwok, which fakes the kubelets of Nodes annotated
