@@ -46,6 +46,7 @@ func TestBadFlagsFailInOneLine(t *testing.T) {
 		{[]string{"run"}, `unexpected arguments ["run"]`},
 		{[]string{"--controllers=*,nope"}, `unknown controller "nope" in --controllers`},
 		{[]string{"--kube-api-burst=-1"}, "--kube-api-burst must not be negative"},
+		{[]string{"--custom-resource-content-type=application/vnd.kubernetes.protobuf"}, `--custom-resource-content-type must be application/json or application/cbor, got "application/vnd.kubernetes.protobuf"`},
 		{[]string{"--leader-elect-lease-duration=1s"}, "must be greater than --leader-elect-renew-deadline"},
 		// What client-go's NewLeaderElector refuses, refused before anything starts.
 		{[]string{"--leader-elect-renew-deadline=2400ms", "--leader-elect-retry-period=2s"}, "must be greater than 1.2 × --leader-elect-retry-period"},

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 
+	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -65,9 +66,26 @@ func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// jsonConfig switches a config to JSON, the only encoding custom resources have.
-func jsonConfig(cfg *rest.Config) *rest.Config {
-	cfg.ContentType = "application/json"
-	cfg.AcceptContentTypes = "application/json"
+// customResourceConfig switches a config to contentType, JSON or CBOR:
+// custom resources have no protobuf.
+func customResourceConfig(cfg *rest.Config, contentType string) *rest.Config {
+	if contentType == "" {
+		contentType = options.ContentTypeJSON
+	}
+	cfg.ContentType = contentType
+	cfg.AcceptContentTypes = contentType
 	return cfg
+}
+
+// allowCBOR turns on client-go's ClientsAllowCBOR gate, without which its
+// clients neither encode nor decode CBOR, and keeps every other gate as
+// client-go's defaults (and KUBE_FEATURE_* variables) say.
+func allowCBOR() {
+	clientfeatures.ReplaceFeatureGates(cborGates{clientfeatures.FeatureGates()})
+}
+
+type cborGates struct{ clientfeatures.Gates }
+
+func (g cborGates) Enabled(f clientfeatures.Feature) bool {
+	return f == clientfeatures.ClientsAllowCBOR || g.Gates.Enabled(f)
 }

@@ -115,6 +115,9 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 	for _, o := range extra {
 		o(m)
 	}
+	if opts.Generic.CustomResourceContentType == options.ContentTypeCBOR {
+		allowCBOR()
+	}
 	if m.config == nil {
 		if m.config, err = restConfig(opts.Generic); err != nil {
 			return nil, err
@@ -293,7 +296,7 @@ func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
 	cc.InformerFactory = kubeFactory
 	cc.filtered = newFilteredFactories(kubeClient, resync, informers.WithTransform(controller.TrimManagedFields))
 
-	crdClient, err := versioned.NewForConfig(jsonConfig(cc.ClientConfig("shared-informers")))
+	crdClient, err := versioned.NewForConfig(cc.customResourceConfig("shared-informers"))
 	if err != nil {
 		return cc, nil, fmt.Errorf("building the custom resource informers' client: %w", err)
 	}

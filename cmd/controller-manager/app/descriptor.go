@@ -90,9 +90,18 @@ func (c ControllerContext) KubeClient(controller string) (kubernetes.Interface, 
 }
 
 // CRDClient returns a clientset for this project's own API groups, for the
-// named controller. Custom resources speak JSON, never protobuf.
+// named controller, in --custom-resource-content-type.
 func (c ControllerContext) CRDClient(controller string) (versioned.Interface, error) {
-	return versioned.NewForConfig(jsonConfig(c.ClientConfig(controller)))
+	return versioned.NewForConfig(c.customResourceConfig(controller))
+}
+
+// customResourceConfig is ClientConfig in the custom resources' encoding.
+func (c ControllerContext) customResourceConfig(controller string) *rest.Config {
+	var contentType string
+	if c.Options != nil {
+		contentType = c.Options.Generic.CustomResourceContentType
+	}
+	return customResourceConfig(c.ClientConfig(controller), contentType)
 }
 
 // FilteredInformerFactory returns the informer factory for built-in types

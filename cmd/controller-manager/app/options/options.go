@@ -58,18 +58,28 @@ type Options struct {
 	AppAdmission appcontroller.AdmissionOptions
 }
 
+// The encodings custom resources have: JSON, and CBOR where the API server
+// serves it (alpha in Kubernetes 1.36). They have no protobuf.
+const (
+	ContentTypeJSON = "application/json"
+	ContentTypeCBOR = "application/cbor"
+)
+
 // GenericOptions are the flags not specific to one controller.
 type GenericOptions struct {
-	Kubeconfig      string
-	KubeAPIQPS      float32
-	KubeAPIBurst    int
-	ContentType     string
-	Controllers     []string
-	HTTPAddress     string
-	SecureServing   bool
-	TLSCertFile     string
-	TLSKeyFile      string
-	ShutdownTimeout time.Duration
+	Kubeconfig   string
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+	ContentType  string
+	// CustomResourceContentType is the encoding of the App and Pipeline
+	// clients: JSON, or CBOR (alpha).
+	CustomResourceContentType string
+	Controllers               []string
+	HTTPAddress               string
+	SecureServing             bool
+	TLSCertFile               string
+	TLSKeyFile                string
+	ShutdownTimeout           time.Duration
 	// ShutdownDelay is how long a replica keeps serving webhooks, unready,
 	// after SIGTERM, so endpoints stop routing to it before it closes.
 	ShutdownDelay   time.Duration
@@ -82,16 +92,17 @@ type GenericOptions struct {
 func NewOptions() *Options {
 	return &Options{
 		Generic: GenericOptions{
-			KubeAPIQPS:      20,
-			KubeAPIBurst:    30,
-			ContentType:     "application/vnd.kubernetes.protobuf",
-			Controllers:     []string{"*"},
-			HTTPAddress:     ":8080",
-			SecureServing:   true,
-			ShutdownTimeout: 30 * time.Second,
-			ShutdownDelay:   5 * time.Second,
-			MinResyncPeriod: 12 * time.Hour,
-			ControllerQueue: controller.PriorityQueue,
+			KubeAPIQPS:                20,
+			KubeAPIBurst:              30,
+			ContentType:               "application/vnd.kubernetes.protobuf",
+			CustomResourceContentType: ContentTypeJSON,
+			Controllers:               []string{"*"},
+			HTTPAddress:               ":8080",
+			SecureServing:             true,
+			ShutdownTimeout:           30 * time.Second,
+			ShutdownDelay:             5 * time.Second,
+			MinResyncPeriod:           12 * time.Hour,
+			ControllerQueue:           controller.PriorityQueue,
 		},
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
@@ -127,7 +138,9 @@ func (o *Options) Flags(allControllers, disabledByDefault []string) cliflag.Name
 	fs.IntVar(&o.Generic.KubeAPIBurst, "kube-api-burst", o.Generic.KubeAPIBurst,
 		"Burst allowed above --kube-api-qps.")
 	fs.StringVar(&o.Generic.ContentType, "kube-api-content-type", o.Generic.ContentType,
-		"Content type of requests for built-in types (custom resources always use JSON).")
+		"Content type of requests for built-in types (custom resources: --custom-resource-content-type).")
+	fs.StringVar(&o.Generic.CustomResourceContentType, "custom-resource-content-type", o.Generic.CustomResourceContentType,
+		"Content type of requests for Apps and Pipelines: "+ContentTypeJSON+", or "+ContentTypeCBOR+" (alpha: needs kube-apiserver's CBORServingAndStorage feature gate, and turns on client-go's ClientsAllowCBOR).")
 	fs.StringSliceVar(&o.Generic.Controllers, "controllers", o.Generic.Controllers, fmt.Sprintf(
 		"Controllers to enable. '*' enables all on-by-default controllers, 'foo' enables foo, '-foo' disables foo; the first mention of a controller wins.\nAll controllers: %v\nDisabled by default: %v",
 		allControllers, disabledByDefault))
@@ -178,6 +191,9 @@ func (o *Options) Validate() error {
 	}
 	if g.ShutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-delay-duration must not be negative, got %s", g.ShutdownDelay))
+	}
+	if g.CustomResourceContentType != ContentTypeJSON && g.CustomResourceContentType != ContentTypeCBOR {
+		errs = append(errs, fmt.Errorf("--custom-resource-content-type must be %s or %s, got %q", ContentTypeJSON, ContentTypeCBOR, g.CustomResourceContentType))
 	}
 	if g.MinResyncPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--min-resync-period must be positive, got %s", g.MinResyncPeriod))
