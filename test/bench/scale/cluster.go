@@ -84,6 +84,7 @@ func startCluster(ctx context.Context, cfg config) (*cluster, error) {
 		cp, err := controlplane.Start(startCtx, controlplane.Options{
 			BinDir: cfg.binDir, Dir: dir, Fsync: true,
 			ControllerManager: true, Scheduler: true, Kwok: true,
+			APIServerArgs: cfg.apiserverArgs,
 		})
 		cancel()
 		if err != nil {

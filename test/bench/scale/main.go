@@ -99,6 +99,9 @@ type config struct {
 	markdown    string
 	cpuprofile  string
 	managerArgs []string
+	// apiserverArgs are extra flags of the local kube-apiserver (alpha
+	// paths such as CBOR).
+	apiserverArgs []string
 
 	apps, pipelines, steps, services int
 	warmup, concurrency              int
@@ -172,6 +175,10 @@ func main() {
 	flag.DurationVar(&cfg.settleTimeout, "settle-timeout", 20*time.Minute, "Wait at most this long for every App and Pipeline to be Ready (pods available) before counting writes.")
 	flag.DurationVar(&cfg.cleanupTimeout, "cleanup-timeout", 15*time.Minute, "Wait at most this long for the raw measurements' objects to be deleted.")
 	flag.DurationVar(&cfg.timeout, "timeout", 3*time.Hour, "Give up after this long.")
+	flag.Func("apiserver-arg", "An extra flag of the local kube-apiserver (repeatable), e.g. --apiserver-arg=--feature-gates=CBORServingAndStorage=true.", func(s string) error {
+		cfg.apiserverArgs = append(cfg.apiserverArgs, s)
+		return nil
+	})
 	klog.InitFlags(nil)
 	flag.Parse()
 	cfg.managerArgs = managerArgs
