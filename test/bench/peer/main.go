@@ -61,7 +61,7 @@ import (
 )
 
 func main() {
-	var kubeconfig, httpAddress, ingressDomain string
+	var kubeconfig, httpAddress, ingressDomain, appSelector string
 	var qps float64
 	var workers int
 	flag.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster.")
@@ -70,16 +70,21 @@ func main() {
 	flag.Bool("webhooks", false, "Ignored: the peer serves no webhooks (the launcher passes it).")
 	flag.Float64Var(&qps, "kube-api-qps", -1, "Client QPS; negative: no client-side rate limit.")
 	flag.StringVar(&ingressDomain, "app-ingress-domain", "", "Ingress hosts are <app>.<namespace>.<domain>.")
+	flag.StringVar(&appSelector, "app-selector", "", "Label selector of the Apps to cache and reconcile; empty: all.")
 	flag.IntVar(&workers, "workers", 5, "MaxConcurrentReconciles (the manager's default App workers).")
 	flag.Parse()
 	ctrl.SetLogger(zap.New())
-	if err := run(ctrl.SetupSignalHandler(), kubeconfig, httpAddress, ingressDomain, float32(qps), workers); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), kubeconfig, httpAddress, ingressDomain, appSelector, float32(qps), workers); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, kubeconfig, httpAddress, ingressDomain string, qps float32, workers int) error {
+func run(ctx context.Context, kubeconfig, httpAddress, ingressDomain, appSelector string, qps float32, workers int) error {
+	apps, err := labels.Parse(appSelector)
+	if err != nil {
+		return fmt.Errorf("--app-selector: %w", err)
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -104,6 +109,7 @@ func run(ctx context.Context, kubeconfig, httpAddress, ingressDomain string, qps
 		LeaderElection:         false,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&appsv1.Deployment{}: managed, &corev1.Service{}: managed, &networkingv1.Ingress{}: managed,
+			&appv1beta1.App{}: {Label: apps},
 		}},
 	})
 	if err != nil {
