@@ -48,7 +48,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,10 +60,10 @@ import (
 )
 
 func main() {
-	var kubeconfig, httpAddress, ingressDomain, appSelector string
+	var httpAddress, ingressDomain, appSelector string
 	var qps float64
 	var workers int
-	flag.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster.")
+	// --kubeconfig is controller-runtime's own flag (pkg/client/config).
 	flag.StringVar(&httpAddress, "http-address", "127.0.0.1:8080", "Address of /healthz, /readyz and /metrics (plain HTTP).")
 	flag.Bool("secure-serving", false, "Ignored: always plain HTTP (the launcher passes it).")
 	flag.Bool("webhooks", false, "Ignored: the peer serves no webhooks (the launcher passes it).")
@@ -74,18 +73,18 @@ func main() {
 	flag.IntVar(&workers, "workers", 5, "MaxConcurrentReconciles (the manager's default App workers).")
 	flag.Parse()
 	ctrl.SetLogger(zap.New())
-	if err := run(ctrl.SetupSignalHandler(), kubeconfig, httpAddress, ingressDomain, appSelector, float32(qps), workers); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), httpAddress, ingressDomain, appSelector, float32(qps), workers); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, kubeconfig, httpAddress, ingressDomain, appSelector string, qps float32, workers int) error {
+func run(ctx context.Context, httpAddress, ingressDomain, appSelector string, qps float32, workers int) error {
 	apps, err := labels.Parse(appSelector)
 	if err != nil {
 		return fmt.Errorf("--app-selector: %w", err)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return err
 	}

@@ -159,7 +159,7 @@ func main() {
 	flag.IntVar(&cfg.nodes, "nodes", 4, "kwok nodes to create.")
 	flag.IntVar(&cfg.podsPerNode, "pods-per-node", 2000, "Pod capacity of each kwok node.")
 	flag.DurationVar(&cfg.resync, "resync", 30*time.Second, "--min-resync-period of the steady-state manager (informers resync every [resync, 2×resync]).")
-	flag.DurationVar(&cfg.steadyDuration, "steady-duration", 10*time.Minute, "How long the steady state is measured.")
+	flag.DurationVar(&cfg.steadyDuration, "steady-duration", 5*time.Minute, "How long the steady state is measured.")
 	flag.DurationVar(&cfg.leaseDuration, "lease-duration", 15*time.Second, "--leader-elect-lease-duration of the failover managers (the binary's default).")
 	flag.DurationVar(&cfg.renewDeadline, "renew-deadline", 10*time.Second, "--leader-elect-renew-deadline of the failover managers.")
 	flag.DurationVar(&cfg.retryPeriod, "retry-period", 2*time.Second, "--leader-elect-retry-period of the failover managers.")
