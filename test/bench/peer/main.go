@@ -88,9 +88,9 @@ func run(ctx context.Context, httpAddress, ingressDomain, appSelector string, qp
 	if err != nil {
 		return err
 	}
+	// JSON, controller-runtime's default: its one client serves the App
+	// too, which has no protobuf encoding.
 	cfg.QPS, cfg.Burst = qps, 1000
-	cfg.ContentType = "application/vnd.kubernetes.protobuf" // as the manager does
-	cfg.AcceptContentTypes = cfg.ContentType + ",application/json"
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

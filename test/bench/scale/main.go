@@ -367,6 +367,15 @@ func run(ctx context.Context, cfg config) error {
 			"createsPerSecond", fmt.Sprintf("%.0f", rr.createsPerSecond()), "cpu", rr.cpu.String())
 	}
 
+	// The peer before the manager, on the same nearly empty cluster the
+	// manager's Apps meet; its Apps are deleted before the manager starts.
+	if cfg.has(scenarioNamePeer) && cfg.cpuprofile == "" {
+		p, err := scenarioPeer(ctx, c, cfg)
+		if err != nil {
+			return fmt.Errorf("peer: %w", err)
+		}
+		res.peer = &p
+	}
 	if needManager {
 		if err := runManagerScenarios(ctx, c, cfg, launcher, res); err != nil {
 			return err
@@ -376,13 +385,6 @@ func run(ctx context.Context, cfg config) error {
 		if err := scenarioProfile(ctx, c, cfg, res); err != nil {
 			return fmt.Errorf("profile: %w", err)
 		}
-	}
-	if cfg.has(scenarioNamePeer) && cfg.cpuprofile == "" {
-		p, err := scenarioPeer(ctx, c, cfg)
-		if err != nil {
-			return fmt.Errorf("peer: %w", err)
-		}
-		res.peer = &p
 	}
 	if cfg.has(scenarioNameSteady) {
 		s, err := scenarioSteady(ctx, c, cfg, launcher)
