@@ -107,10 +107,14 @@ func profileTop(ctx context.Context, file string, n int) (string, []string, erro
 	if err != nil {
 		return "", nil, err
 	}
-	var summary string
-	var top []string
+	summary, top := parsePprofTop(string(out))
+	return summary, top, nil
+}
+
+// parsePprofTop reads the output of `go tool pprof -top`.
+func parsePprofTop(out string) (summary string, top []string) {
 	header := false
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		line = strings.TrimSpace(line)
 		switch {
 		case strings.HasPrefix(line, "Showing nodes accounting for"):
@@ -126,5 +130,5 @@ func profileTop(ctx context.Context, file string, n int) (string, []string, erro
 			top = append(top, fmt.Sprintf("%s %s (cum %s)", strings.Join(f[5:], " "), f[1], f[4]))
 		}
 	}
-	return summary, top, nil
+	return summary, top
 }
