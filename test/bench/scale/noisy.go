@@ -36,7 +36,8 @@ import (
 const scenarioNameNoisy = "noisy"
 
 const (
-	noiseNamespaces = 10
+	noiseNamespaces   = 10
+	noisyQuietTimeout = 30 * time.Second
 	// noiseCreators create the noise: fast, not measured.
 	noiseCreators = 20
 	// noiseScheduler is a scheduler nobody runs: the noise Pods stay Pending
@@ -97,6 +98,10 @@ func scenarioNoisy(ctx context.Context, c *cluster, cfg config, l *e2eframework.
 // reads its memory once it is idle.
 func noisyConvergence(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher, name, ns string) (noisyRun, error) {
 	var run noisyRun
+	// Memory is the figure here, not the rate: do not wait for
+	// kube-controller-manager's status writes of the noise Deployments
+	// (20 per second, its client limit).
+	cfg.quietTimeout = min(cfg.quietTimeout, noisyQuietTimeout)
 	m, err := startBinaryManager(ctx, l, name, append([]string{"--leader-elect=false"}, cfg.managerArgs...)...)
 	if err != nil {
 		return run, err
@@ -127,8 +132,8 @@ func noisyConvergence(ctx context.Context, c *cluster, cfg config, l *e2eframewo
 }
 
 // createNoise creates n objects in noiseNamespaces namespaces, a quarter
-// each of Deployments of 0 replicas (kube-controller-manager makes no
-// pods), headless Services without selector (no IP, no EndpointSlices),
+// each of paused Deployments of 0 replicas (kube-controller-manager makes
+// no ReplicaSets nor pods), headless Services without selector (no IP, no EndpointSlices),
 // Pods for a scheduler nobody runs, and ConfigMaps.
 func createNoise(ctx context.Context, c *cluster, n int) error {
 	for i := range noiseNamespaces {
@@ -152,8 +157,11 @@ func createNoise(ctx context.Context, c *cluster, n int) error {
 		var err error
 		switch i % 4 {
 		case 0:
+			// Paused as well: kube-controller-manager makes no ReplicaSet
+			// for it either, only one status write.
 			_, err = c.kube.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{
 				Replicas: ptr.To[int32](0),
+				Paused:   true,
 				Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: noisePodSpec()},
 			}}, metav1.CreateOptions{})
