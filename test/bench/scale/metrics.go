@@ -208,10 +208,10 @@ var liveGetResources = map[string]bool{
 // liveGets is the API server's count of single-object GETs (its verb GET:
 // informers' LISTs and WATCHes are verbs of their own there, while a
 // client's rest_client_requests_total calls all three GET) of
-// liveGetResources, by any client. Nothing else in the local control plane
-// GETs these resources one by one during a convergence (kube-controller-
-// manager reads them from its informers), so the growth over a measurement
-// is the controller's; the raw runs, with no controller, show the rest.
+// liveGetResources, by any client. Apart from the controller under test,
+// only kube-controller-manager's garbage collector GETs these one by one
+// (an owner it has not seen yet, rarely): the raw runs, which create the
+// same owner references with no controller, show how many that is.
 func (c *cluster) liveGets(ctx context.Context) (float64, error) {
 	body, err := c.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {

@@ -435,7 +435,7 @@ func markdown(res *results) string {
 		"before each measurement the cluster was left to settle until it wrote fewer than %.0f objects/s and processes outside the benchmark used less than %.2f cores (\"others\" in the CPU figures is what they used during the measurement).\n", cfg.concurrency, cfg.warmup, cfg.quietRate, cfg.maxOthers)
 	fmt.Fprintf(&b, "- **Definitions**: an App or Pipeline has *converged* when its status, for its generation, was written by a reconcile that found every child (Degraded=False, nothing missing); *Ready* adds available pods, which kube-controller-manager and kwok provide. "+
 		"Writes are the manager's `rest_client_requests_total` POST/PUT/PATCH/DELETE, counted when the last object converged and again once everything was Ready and the manager idle; its Event writes (the sum of the counts of its Events) are shown apart. "+
-		"Live GETs are the API server's `apiserver_request_total{verb=\"GET\"}` for the scenarios' resources (a client's LISTs and WATCHes are GETs to client-go, but verbs of their own to the API server; nothing else in the local control plane GETs these one by one). "+
+		"Live GETs are the API server's `apiserver_request_total{verb=\"GET\"}` for the scenarios' resources (a client's LISTs and WATCHes are GETs to client-go, but verbs of their own to the API server; apart from the controller, only kube-controller-manager's garbage collector GETs these one by one, an owner it has not seen yet: the raw runs show how many). "+
 		"API server CPU per object is the kube-apiserver process's CPU time over the measurement divided by the objects. "+
 		"Cluster writes are the growth of the API server's resourceVersion (every writer's).\n\n")
 
