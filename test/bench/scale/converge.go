@@ -189,6 +189,15 @@ func measureConvergence(ctx context.Context, c *cluster, cfg config, name string
 	stopProfile()
 	cpu1 := takeCPUSnapshot()
 	res.cpu = cpu0.until(cpu1)
+	// Events before the manager's counters: an Event written in between
+	// counts as an object write, never the other way round.
+	if events != nil {
+		creates, patches, err := events(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.eventsAtConvergence = creates + patches
+	}
 	c1, err := m.Counters(ctx)
 	if err != nil {
 		return res, err
@@ -203,13 +212,6 @@ func measureConvergence(ctx context.Context, c *cluster, cfg config, name string
 	}
 	res.getsAtConvergence = gets1 - gets0
 	res.apiserverCPU = res.cpu.Cores["kube-apiserver"] * res.cpu.Wall.Seconds()
-	if events != nil {
-		creates, patches, err := events(ctx)
-		if err != nil {
-			return res, err
-		}
-		res.eventsAtConvergence = creates + patches
-	}
 	res.writesAtConvergence = c1.Writes - c0.Writes
 	res.putsAtConvergence = c1.WritesByMethod["PUT"] - c0.WritesByMethod["PUT"]
 	res.managerCPU = c1.CPUSeconds - c0.CPUSeconds
