@@ -33,7 +33,12 @@ limitations under the License.
 //     (default: the controllers' default worker count), no rate limit;
 //   - apps, pipelines, ingress: the binary (--kube-api-qps=-1, default
 //     workers, leader election off) converges the objects created at once;
-//   - memory: that manager's peak RSS and Go heap after those three;
+//   - peer (before apps): the same Apps converged by test/bench/peer, a
+//     controller-runtime operator built in its own module (--peer-binary);
+//   - memory: that manager's peak RSS and Go heap after those three, per
+//     cached and per managed object;
+//   - profile: a share of those three converged again by the manager in
+//     this process under a CPU profile; the top functions go in the report;
 //   - steady: a fresh manager with --min-resync-period=--resync over
 //     everything, for --steady-duration: writes (must be 0) and CPU;
 //   - failover: three managers with leader election: kill -9 of the
@@ -44,7 +49,9 @@ limitations under the License.
 //     first reconcile with the fifo and the priority queue;
 //   - spread: three replicas with a Lease per controller: how the four
 //     Leases are divided, and how long until all four are led again after
-//     kill -9 of one replica.
+//     kill -9 of one replica;
+//   - noisy (last): a fresh manager's RSS over the same Apps without, then
+//     with, --noise-objects objects it does not manage.
 //
 // It prints one table and writes it with the machine, versions and command
 // into --markdown (docs/benchmarks.md), between generated-section markers.
