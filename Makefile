@@ -185,7 +185,9 @@ BENCH_ARGS ?=
 .PHONY: bench
 bench: build controlplane ## Scale benchmark of _output/controller-manager on a local control plane; table into docs/benchmarks.md. Quick run: BENCH_ARGS="--apps=200 --steady-duration=1m --markdown=".
 	go build -o $(OUTPUT)/bench-scale ./test/bench/scale
-	$(OUTPUT)/bench-scale --binary=$(MANAGER_BINARY) $(BENCH_ARGS)
+	@# The controller-runtime peer (scenario peer) is a module of its own: the manager's never depends on controller-runtime.
+	cd test/bench/peer && go build -o $(OUTPUT)/bench-peer .
+	$(OUTPUT)/bench-scale --binary=$(MANAGER_BINARY) --peer-binary=$(OUTPUT)/bench-peer $(BENCH_ARGS)
 
 .PHONY: help
 help:

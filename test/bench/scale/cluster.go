@@ -43,6 +43,8 @@ import (
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	"github.com/ndsl/controller-manager/controllers/ingress"
+	"github.com/ndsl/controller-manager/pkg/controller"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 	"github.com/ndsl/controller-manager/test/integration/framework"
@@ -325,4 +327,58 @@ func listNames(names []string) string {
 		return strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d more", len(names)-5)
 	}
 	return strings.Join(names, ", ")
+}
+
+// managedObjects counts, cluster-wide, what the manager manages: Apps,
+// Pipelines, Services annotated for an Ingress (parents), and every object
+// carrying its managed-by label (children).
+func (c *cluster) managedObjects(ctx context.Context) (int, error) {
+	client, err := metadata.NewForConfig(c.config)
+	if err != nil {
+		return 0, err
+	}
+	count := func(gvr schema.GroupVersionResource, selector string, keep func(metav1.Object) bool) (int, error) {
+		n := 0
+		opts := metav1.ListOptions{Limit: 500, LabelSelector: selector}
+		for {
+			l, err := client.Resource(gvr).List(ctx, opts)
+			if err != nil {
+				return 0, fmt.Errorf("counting %s: %w", gvr.Resource, err)
+			}
+			for i := range l.Items {
+				if keep == nil || keep(&l.Items[i]) {
+					n++
+				}
+			}
+			if opts.Continue = l.Continue; opts.Continue == "" {
+				return n, nil
+			}
+		}
+	}
+	managed := controller.ManagedByLabel + "=" + controller.ManagedByValue
+	total := 0
+	for _, q := range []struct {
+		gvr      schema.GroupVersionResource
+		selector string
+		keep     func(metav1.Object) bool
+	}{
+		{appv1beta1.SchemeGroupVersion.WithResource("apps"), "", nil},
+		{pipelinev1beta1.SchemeGroupVersion.WithResource("pipelines"), "", nil},
+		{corev1.SchemeGroupVersion.WithResource("services"), "!" + controller.ManagedByLabel, func(o metav1.Object) bool {
+			_, annotated := o.GetAnnotations()[ingress.AnnotationEnabled]
+			return annotated
+		}},
+		{appsv1.SchemeGroupVersion.WithResource("deployments"), managed, nil},
+		{corev1.SchemeGroupVersion.WithResource("services"), managed, nil},
+		{networkingv1.SchemeGroupVersion.WithResource("ingresses"), managed, nil},
+		{corev1.SchemeGroupVersion.WithResource("persistentvolumes"), managed, nil},
+		{corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), managed, nil},
+	} {
+		n, err := count(q.gvr, q.selector, q.keep)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
 }

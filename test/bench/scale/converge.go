@@ -112,12 +112,24 @@ type convergence struct {
 	// (status and child updates) made by convergence.
 	methods           map[string]float64
 	putsAtConvergence float64
-	// eventCreates and eventPatches are the manager's Event writes.
+	// eventCreates and eventPatches are the manager's Event writes;
+	// eventsAtConvergence those counted when the last object converged.
 	eventCreates, eventPatches int
-	managerCPU                 float64 // CPU seconds until convergence
-	etcdWrites                 int64   // cluster writes until convergence
-	cpu                        cpuUsage
-	notes                      []string
+	eventsAtConvergence        int
+	// getsAtConvergence and gets are the live GETs (cluster.liveGets) until
+	// convergence and until everything settled.
+	getsAtConvergence, gets float64
+	// apiserverCPU is the API server's CPU seconds until convergence.
+	apiserverCPU float64
+	// peakRSS is the manager's RSS high-water mark at convergence.
+	peakRSS float64
+	// settled is whether the totals were counted once everything settled
+	// (otherwise they stop at convergence).
+	settled    bool
+	managerCPU float64 // CPU seconds until convergence
+	etcdWrites int64   // cluster writes until convergence
+	cpu        cpuUsage
+	notes      []string
 }
 
 func (c convergence) rate() float64 { return float64(c.n) / c.elapsed.Seconds() }
@@ -139,7 +151,7 @@ func (c convergence) split() (creates, updates, other float64) {
 // and waits until t says they all converged; then until they are all Ready
 // (when ready is set), the manager is idle and the cluster quiet.
 func measureConvergence(ctx context.Context, c *cluster, cfg config, name string, m manager, t *tracker, waitReady bool,
-	create func(ctx context.Context, i int) error) (convergence, error) {
+	settleAfter bool, events func(context.Context) (creates, patches int, err error), create func(ctx context.Context, i int) error) (convergence, error) {
 	logger := klog.FromContext(ctx)
 	before, err := settle(ctx, c, cfg)
 	if err != nil {
@@ -151,6 +163,10 @@ func measureConvergence(ctx context.Context, c *cluster, cfg config, name string
 		return res, err
 	}
 	rev0, err := c.revision(ctx)
+	if err != nil {
+		return res, err
+	}
+	gets0, err := c.liveGets(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -173,6 +189,15 @@ func measureConvergence(ctx context.Context, c *cluster, cfg config, name string
 	stopProfile()
 	cpu1 := takeCPUSnapshot()
 	res.cpu = cpu0.until(cpu1)
+	// Events before the manager's counters: an Event written in between
+	// counts as an object write, never the other way round.
+	if events != nil {
+		creates, patches, err := events(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.eventsAtConvergence = creates + patches
+	}
 	c1, err := m.Counters(ctx)
 	if err != nil {
 		return res, err
@@ -181,12 +206,34 @@ func measureConvergence(ctx context.Context, c *cluster, cfg config, name string
 	if err != nil {
 		return res, err
 	}
+	gets1, err := c.liveGets(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.getsAtConvergence = gets1 - gets0
+	res.apiserverCPU = res.cpu.Cores["kube-apiserver"] * res.cpu.Wall.Seconds()
 	res.writesAtConvergence = c1.Writes - c0.Writes
 	res.putsAtConvergence = c1.WritesByMethod["PUT"] - c0.WritesByMethod["PUT"]
 	res.managerCPU = c1.CPUSeconds - c0.CPUSeconds
 	res.etcdWrites = rev1 - rev0
+	if hwm, err := procStatusKB(m.PID(), "VmHWM"); err == nil {
+		res.peakRSS = hwm
+	}
 	logger.Info("Converged", "objects", t.want, "elapsed", res.elapsed.Round(time.Millisecond),
-		"perSecond", fmt.Sprintf("%.1f", res.rate()), "cpu", res.cpu.String())
+		"perSecond", fmt.Sprintf("%.1f", res.rate()), "cpu", res.cpu.String(),
+		"writesPerObject", fmt.Sprintf("%.2f", res.writesAtConvergence/float64(t.want)),
+		"getsPerObject", fmt.Sprintf("%.2f", res.getsAtConvergence/float64(t.want)))
+	if !settleAfter {
+		res.writes, res.gets = res.writesAtConvergence, res.getsAtConvergence
+		res.failedWrites = c1.FailedWrites - c0.FailedWrites
+		res.reconciles = c1.Reconciles - c0.Reconciles
+		res.methods = map[string]float64{}
+		for method, n := range c1.WritesByMethod {
+			res.methods[method] = n - c0.WritesByMethod[method]
+		}
+		return res, nil
+	}
+	res.settled = true
 
 	if waitReady {
 		err := waitFor(ctx, t.allRdy, cfg.settleTimeout)
@@ -221,6 +268,11 @@ func measureConvergence(ctx context.Context, c *cluster, cfg config, name string
 	for method, n := range c2.WritesByMethod {
 		res.methods[method] = n - c0.WritesByMethod[method]
 	}
+	gets2, err := c.liveGets(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.gets = gets2 - gets0
 	res.failedWrites = c2.FailedWrites - c0.FailedWrites
 	res.reconciles = c2.Reconciles - c0.Reconciles
 	return res, nil
@@ -370,7 +422,19 @@ func managedCount(ctx context.Context, c *cluster, ns string) (deployments, serv
 // createAndMeasure creates namespace ns, starts watch feeding a tracker of n
 // parents, and measures the convergence of the n parents create makes.
 func createAndMeasure(ctx context.Context, c *cluster, cfg config, name string, m manager, ns string, n int,
-	watch func(context.Context, *tracker), waitReady bool, create func(context.Context, int) error) (convergence, error) {
+	watch func(context.Context, *tracker), waitReady bool, events func(context.Context) (int, int, error), create func(context.Context, int) error) (convergence, error) {
+	return createAndMeasureUntil(ctx, c, cfg, name, m, ns, n, watch, waitReady, true, events, create)
+}
+
+// createAndMeasureToConvergence is createAndMeasure with every figure taken
+// when the last object converged: nothing waits for pods or a quiet cluster.
+func createAndMeasureToConvergence(ctx context.Context, c *cluster, cfg config, name string, m manager, ns string, n int,
+	watch func(context.Context, *tracker), _ bool, events func(context.Context) (int, int, error), create func(context.Context, int) error) (convergence, error) {
+	return createAndMeasureUntil(ctx, c, cfg, name, m, ns, n, watch, false, false, events, create)
+}
+
+func createAndMeasureUntil(ctx context.Context, c *cluster, cfg config, name string, m manager, ns string, n int,
+	watch func(context.Context, *tracker), waitReady, settleAfter bool, events func(context.Context) (int, int, error), create func(context.Context, int) error) (convergence, error) {
 	if err := c.createNamespace(ctx, ns); err != nil {
 		return convergence{}, err
 	}
@@ -378,15 +442,28 @@ func createAndMeasure(ctx context.Context, c *cluster, cfg config, name string, 
 	defer stop()
 	t := newTracker(n)
 	watch(watchCtx, t)
-	return measureConvergence(ctx, c, cfg, name, m, t, waitReady, create)
+	return measureConvergence(ctx, c, cfg, name, m, t, waitReady, settleAfter, events, create)
 }
 
-// scenarioApps: n Apps with Service and Ingress, created at once.
+// scenarioApps: cfg.apps Apps with Service and Ingress, created at once.
 func scenarioApps(ctx context.Context, c *cluster, cfg config, m manager) (convergence, error) {
-	const ns = "bench-apps"
+	return convergeApps(ctx, c, cfg, m, scenarioNameApps, "bench-apps", nil, cfg.apps, true)
+}
+
+// convergeApps measures the convergence of n Apps with Service and Ingress
+// created at once in ns, carrying labels; waitReady waits for their pods
+// and the settled totals, otherwise the figures stop at convergence.
+func convergeApps(ctx context.Context, c *cluster, cfg config, m manager, name, ns string, appLabels map[string]string, n int, waitReady bool) (convergence, error) {
 	watch := func(ctx context.Context, t *tracker) { watchApps(ctx, c, ns, t) }
-	res, err := createAndMeasure(ctx, c, cfg, scenarioNameApps, m, ns, cfg.apps, watch, true, func(ctx context.Context, i int) error {
-		_, err := c.crd.AppV1beta1().Apps(ns).Create(ctx, newApp(i, 1), metav1.CreateOptions{})
+	events := func(ctx context.Context) (int, int, error) { return c.eventWrites(ctx, ns, "app") }
+	measure := createAndMeasure
+	if !waitReady {
+		measure = createAndMeasureToConvergence
+	}
+	res, err := measure(ctx, c, cfg, name, m, ns, n, watch, waitReady, events, func(ctx context.Context, i int) error {
+		app := newApp(i, 1)
+		app.Labels = appLabels
+		_, err := c.crd.AppV1beta1().Apps(ns).Create(ctx, app, metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
@@ -396,60 +473,83 @@ func scenarioApps(ctx context.Context, c *cluster, cfg config, m manager) (conve
 	if err != nil {
 		return res, err
 	}
-	if d != cfg.apps || s != cfg.apps || i != cfg.apps {
-		return res, fmt.Errorf("%d Deployments, %d Services, %d Ingresses for %d converged Apps", d, s, i, cfg.apps)
+	if d != n || s != n || i != n {
+		return res, fmt.Errorf("%d Deployments, %d Services, %d Ingresses for %d converged Apps", d, s, i, n)
 	}
-	if res.eventCreates, res.eventPatches, err = c.eventWrites(ctx, ns, "app"); err != nil {
+	if res.eventCreates, res.eventPatches, err = events(ctx); err != nil {
 		return res, err
 	}
 	return res, nil
 }
 
-// scenarioPipelines: n Pipelines of cfg.steps steps pinned to the kwok
-// nodes, created at once.
+// scenarioPipelines: cfg.pipelines Pipelines of cfg.steps steps pinned to
+// the kwok nodes, created at once.
 func scenarioPipelines(ctx context.Context, c *cluster, cfg config, m manager) (convergence, error) {
+	return convergePipelines(ctx, c, cfg, m, scenarioNamePipelines, "mgr", cfg.pipelines, true)
+}
+
+// convergePipelines measures n Pipelines labelled with phase.
+func convergePipelines(ctx context.Context, c *cluster, cfg config, m manager, name, phase string, n int, waitReady bool) (convergence, error) {
 	// The controller's default namespace for children (--pipeline-namespace),
 	// which --pipeline-allowed-namespaces always allows.
 	ns := pipeline.DefaultOptions().DefaultNamespace
-	watch := func(ctx context.Context, t *tracker) { watchPipelines(ctx, c, "mgr", t) }
-	res, err := createAndMeasure(ctx, c, cfg, scenarioNamePipelines, m, ns, cfg.pipelines, watch, true, func(ctx context.Context, i int) error {
-		_, err := c.crd.PipelineV1beta1().Pipelines().Create(ctx, newPipeline("mgr", i, cfg.steps, ns, c.nodes), metav1.CreateOptions{})
+	watch := func(ctx context.Context, t *tracker) { watchPipelines(ctx, c, phase, t) }
+	// Events about a cluster-scoped Pipeline go to the default namespace.
+	events := func(ctx context.Context) (creates, patches int, err error) {
+		for _, eventNS := range []string{ns, metav1.NamespaceDefault} {
+			c, p, err := c.eventWrites(ctx, eventNS, pipeline.ControllerName)
+			if err != nil {
+				return 0, 0, err
+			}
+			creates, patches = creates+c, patches+p
+		}
+		return creates, patches, nil
+	}
+	before, _, _, beforeClaims, err := managedCount(ctx, c, ns)
+	if err != nil {
+		return convergence{}, err
+	}
+	measure := createAndMeasure
+	if !waitReady {
+		measure = createAndMeasureToConvergence
+	}
+	res, err := measure(ctx, c, cfg, name, m, ns, n, watch, waitReady, events, func(ctx context.Context, i int) error {
+		_, err := c.crd.PipelineV1beta1().Pipelines().Create(ctx, newPipeline(phase, i, cfg.steps, ns, c.nodes), metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
 		return res, fmt.Errorf("Pipelines: %w", err)
 	}
-	d, s, _, claims, err := managedCount(ctx, c, ns)
+	d, _, _, claims, err := managedCount(ctx, c, ns)
 	if err != nil {
 		return res, err
 	}
-	if want := cfg.pipelines * cfg.steps; d != want || s != want || claims != cfg.pipelines {
-		return res, fmt.Errorf("%d Deployments, %d Services, %d claims for %d converged Pipelines of %d steps", d, s, claims, cfg.pipelines, cfg.steps)
+	if want := n * cfg.steps; d-before != want || claims-beforeClaims != n {
+		return res, fmt.Errorf("%d Deployments, %d claims for %d converged Pipelines of %d steps", d-before, claims-beforeClaims, n, cfg.steps)
 	}
-	// Events about a cluster-scoped Pipeline go to the default namespace.
-	for _, eventNS := range []string{ns, metav1.NamespaceDefault} {
-		creates, patches, err := c.eventWrites(ctx, eventNS, pipeline.ControllerName)
-		if err != nil {
-			return res, err
-		}
-		res.eventCreates += creates
-		res.eventPatches += patches
+	if res.eventCreates, res.eventPatches, err = events(ctx); err != nil {
+		return res, err
 	}
 	return res, nil
 }
 
-// scenarioIngress: n annotated headless Services, created at once.
+// scenarioIngress: cfg.services annotated headless Services, created at once.
 func scenarioIngress(ctx context.Context, c *cluster, cfg config, m manager) (convergence, error) {
-	const ns = "bench-ingress"
+	return convergeIngress(ctx, c, cfg, m, scenarioNameIngress, "bench-ingress", cfg.services)
+}
+
+// convergeIngress measures n annotated headless Services created in ns.
+func convergeIngress(ctx context.Context, c *cluster, cfg config, m manager, name, ns string, n int) (convergence, error) {
 	watch := func(ctx context.Context, t *tracker) { watchIngresses(ctx, c, ns, t) }
-	res, err := createAndMeasure(ctx, c, cfg, scenarioNameIngress, m, ns, cfg.services, watch, false, func(ctx context.Context, i int) error {
+	events := func(ctx context.Context) (int, int, error) { return c.eventWrites(ctx, ns, "ingress") }
+	res, err := createAndMeasure(ctx, c, cfg, name, m, ns, n, watch, false, events, func(ctx context.Context, i int) error {
 		_, err := c.kube.CoreV1().Services(ns).Create(ctx, newIngressService(i), metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
 		return res, fmt.Errorf("Ingresses: %w", err)
 	}
-	if res.eventCreates, res.eventPatches, err = c.eventWrites(ctx, ns, "ingress"); err != nil {
+	if res.eventCreates, res.eventPatches, err = events(ctx); err != nil {
 		return res, err
 	}
 	return res, nil

@@ -91,9 +91,18 @@ func (s *memorySampler) close() {
 // memoryResult is scenario 5: the manager's memory after scenarios 1-3.
 type memoryResult struct {
 	baseObjects, objects         int
+	baseManaged, managed         int
 	byKind                       map[string]int
 	baseHeap, baseRSS            float64
 	heap, rss, peakHeap, peakRSS float64
+}
+
+// perThousandManaged is bytes per 1,000 managed objects above the baseline.
+func (r memoryResult) perThousandManaged(now, base float64) float64 {
+	if r.managed <= r.baseManaged {
+		return 0
+	}
+	return (now - base) / float64(r.managed-r.baseManaged) * 1000
 }
 
 // perThousand is bytes per 1,000 cached objects above the baseline.
@@ -193,8 +202,9 @@ type failoverResult struct {
 type failoverRun struct {
 	standby string
 	objects int
-	// standbyRSS and standbyHeap are the standby's, measured before the kill.
-	standbyRSS, standbyHeap float64
+	// standbyRSS and standbyHeap are the standby's, measured before the kill;
+	// leaderRSS is the leader's just before the standby started.
+	standbyRSS, standbyHeap, leaderRSS float64
 
 	killAcquired, killReconcile time.Duration
 	termAcquired, termReconcile time.Duration
@@ -294,6 +304,9 @@ func failoverOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.L
 	}
 	if run.objects, _, err = c.cachedObjects(ctx); err != nil {
 		return run, err
+	}
+	if rss, err := procStatusKB(first.PID(), "VmRSS"); err == nil {
+		run.leaderRSS = rss
 	}
 
 	second, err := start("failover-2")

@@ -33,7 +33,12 @@ limitations under the License.
 //     (default: the controllers' default worker count), no rate limit;
 //   - apps, pipelines, ingress: the binary (--kube-api-qps=-1, default
 //     workers, leader election off) converges the objects created at once;
-//   - memory: that manager's peak RSS and Go heap after those three;
+//   - peer (before apps): the same Apps converged by test/bench/peer, a
+//     controller-runtime operator built in its own module (--peer-binary);
+//   - memory: that manager's peak RSS and Go heap after those three, per
+//     cached and per managed object;
+//   - profile: a share of those three converged again by the manager in
+//     this process under a CPU profile; the top functions go in the report;
 //   - steady: a fresh manager with --min-resync-period=--resync over
 //     everything, for --steady-duration: writes (must be 0) and CPU;
 //   - failover: three managers with leader election: kill -9 of the
@@ -44,7 +49,9 @@ limitations under the License.
 //     first reconcile with the fifo and the priority queue;
 //   - spread: three replicas with a Lease per controller: how the four
 //     Leases are divided, and how long until all four are led again after
-//     kill -9 of one replica.
+//     kill -9 of one replica;
+//   - noisy (last): a fresh manager's RSS over the same Apps without, then
+//     with, --noise-objects objects it does not manage.
 //
 // It prints one table and writes it with the machine, versions and command
 // into --markdown (docs/benchmarks.md), between generated-section markers.
@@ -88,12 +95,14 @@ const (
 	scenarioNameFailover  = "failover"
 )
 
-var allScenarios = []string{scenarioNameApps, scenarioNamePipelines, scenarioNameIngress, scenarioNameMemory, scenarioNameSteady, scenarioNameFailover, scenarioNameConversion, scenarioNameAdmission, scenarioNameFlood, scenarioNameSpread}
+var allScenarios = []string{scenarioNameApps, scenarioNamePipelines, scenarioNameIngress, scenarioNameMemory, scenarioNameProfile, scenarioNamePeer,
+	scenarioNameSteady, scenarioNameFailover, scenarioNameConversion, scenarioNameAdmission, scenarioNameFlood, scenarioNameSpread, scenarioNameNoisy}
 
 type config struct {
 	scenarios   []string
 	useExisting bool
 	binary      string
+	peerBinary  string
 	binDir      string
 	artifacts   string
 	markdown    string
@@ -115,6 +124,8 @@ type config struct {
 	conversionApps, conversionLists           int
 	admissionCreates                          int
 	floodSizes                                []int
+	profileScale                              float64
+	noiseObjects, noisyApps                   int
 
 	maxLoad, maxOthers                        float64
 	loadWait                                  time.Duration
@@ -140,6 +151,10 @@ func main() {
 	flag.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "Comma-separated scenarios to run: "+strings.Join(allScenarios, ", ")+".")
 	flag.BoolVar(&cfg.useExisting, "use-existing-cluster", false, "Run against the cluster of $KUBECONFIG (it must run kube-controller-manager, kube-scheduler and kwok) instead of starting the local control plane.")
 	flag.StringVar(&cfg.binary, "binary", "_output/controller-manager", "The controller-manager binary under test (make build).")
+	flag.StringVar(&cfg.peerBinary, "peer-binary", "_output/bench-peer", "The peer operator of the peer scenario: test/bench/peer built in its own module (make bench builds it).")
+	flag.Float64Var(&cfg.profileScale, "profile-scale", 0.25, "The profile scenario converges this share of --apps, --pipelines and --services again with the manager in this process, under a CPU profile.")
+	flag.IntVar(&cfg.noiseObjects, "noise-objects", 50000, "Objects the manager does not manage in the noisy scenario: Deployments of 0 replicas, headless Services without selector, Pods no scheduler takes, ConfigMaps, a quarter each.")
+	flag.IntVar(&cfg.noisyApps, "noisy-apps", 500, "Apps converged by a fresh manager without, then with, the noise in the noisy scenario.")
 	flag.StringVar(&cfg.binDir, "bin-dir", "", "Control plane binaries (default: $"+controlplane.BinDirEnv+", else hack/bin).")
 	flag.StringVar(&cfg.artifacts, "artifacts", "_output/bench", "Directory for the managers' logs and the control plane's state and logs (replaced at start).")
 	flag.StringVar(&cfg.markdown, "markdown", "docs/benchmarks.md", "Markdown file whose generated section gets the results; empty: print only.")
@@ -154,7 +169,7 @@ func main() {
 	flag.IntVar(&cfg.nodes, "nodes", 4, "kwok nodes to create.")
 	flag.IntVar(&cfg.podsPerNode, "pods-per-node", 2000, "Pod capacity of each kwok node.")
 	flag.DurationVar(&cfg.resync, "resync", 30*time.Second, "--min-resync-period of the steady-state manager (informers resync every [resync, 2×resync]).")
-	flag.DurationVar(&cfg.steadyDuration, "steady-duration", 10*time.Minute, "How long the steady state is measured.")
+	flag.DurationVar(&cfg.steadyDuration, "steady-duration", 5*time.Minute, "How long the steady state is measured.")
 	flag.DurationVar(&cfg.leaseDuration, "lease-duration", 15*time.Second, "--leader-elect-lease-duration of the failover managers (the binary's default).")
 	flag.DurationVar(&cfg.renewDeadline, "renew-deadline", 10*time.Second, "--leader-elect-renew-deadline of the failover managers.")
 	flag.DurationVar(&cfg.retryPeriod, "retry-period", 2*time.Second, "--leader-elect-retry-period of the failover managers.")
@@ -260,7 +275,15 @@ func (c *config) validate() error {
 		}
 		c.markdown = ""
 	}
-	for _, p := range []*string{&c.binary, &c.artifacts} {
+	if c.has(scenarioNamePeer) && c.cpuprofile == "" {
+		if fi, err := os.Stat(c.peerBinary); err != nil || fi.IsDir() {
+			return fmt.Errorf("--peer-binary %s: not a file (make bench builds it: cd test/bench/peer && go build -o ../../../_output/bench-peer .)", c.peerBinary)
+		}
+	}
+	if c.profileScale <= 0 || c.profileScale > 1 || c.noiseObjects < 4 || c.noisyApps < 1 {
+		return errors.New("--profile-scale must be in (0, 1], --noise-objects at least 4, --noisy-apps positive")
+	}
+	for _, p := range []*string{&c.binary, &c.peerBinary, &c.artifacts} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			return err
@@ -292,13 +315,16 @@ type results struct {
 	admission    *admissionResult
 	flood        *floodResult
 	spread       *spreadResult
+	peer         *peerResult
+	profiles     map[string]profileResult
+	noisy        *noisyResult
 	profileNotes string
 }
 
 func run(ctx context.Context, cfg config) error {
 	logger := klog.FromContext(ctx)
 	res := &results{cfg: cfg, machine: readMachineInfo(), started: time.Now(),
-		raw: map[string]rawResult{}, conv: map[string]convergence{}}
+		raw: map[string]rawResult{}, conv: map[string]convergence{}, profiles: map[string]profileResult{}}
 	if cfg.cpuprofile == "" {
 		res.managerVer = binaryVersion(ctx, cfg.binary)
 	} else {
@@ -355,9 +381,23 @@ func run(ctx context.Context, cfg config) error {
 			"createsPerSecond", fmt.Sprintf("%.0f", rr.createsPerSecond()), "cpu", rr.cpu.String())
 	}
 
+	// The peer before the manager, on the same nearly empty cluster the
+	// manager's Apps meet; its Apps are deleted before the manager starts.
+	if cfg.has(scenarioNamePeer) && cfg.cpuprofile == "" {
+		p, err := scenarioPeer(ctx, c, cfg)
+		if err != nil {
+			return fmt.Errorf("peer: %w", err)
+		}
+		res.peer = &p
+	}
 	if needManager {
 		if err := runManagerScenarios(ctx, c, cfg, launcher, res); err != nil {
 			return err
+		}
+	}
+	if cfg.has(scenarioNameProfile) && cfg.cpuprofile == "" && len(res.conv) > 0 {
+		if err := scenarioProfile(ctx, c, cfg, res); err != nil {
+			return fmt.Errorf("profile: %w", err)
 		}
 	}
 	if cfg.has(scenarioNameSteady) {
@@ -402,6 +442,14 @@ func run(ctx context.Context, cfg config) error {
 		}
 		res.spread = &s
 	}
+	// Last: its 50,000 objects would weigh on every scenario after it.
+	if cfg.has(scenarioNameNoisy) && cfg.cpuprofile == "" {
+		n, err := scenarioNoisy(ctx, c, cfg, launcher)
+		if err != nil {
+			return fmt.Errorf("noisy: %w", err)
+		}
+		res.noisy = &n
+	}
 	res.finished = time.Now()
 	return report(ctx, res)
 }
@@ -410,6 +458,10 @@ func run(ctx context.Context, cfg config) error {
 func runManagerScenarios(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher, res *results) error {
 	logger := klog.FromContext(ctx)
 	baseObjects, _, err := c.cachedObjects(ctx)
+	if err != nil {
+		return err
+	}
+	baseManaged, err := c.managedObjects(ctx)
 	if err != nil {
 		return err
 	}
@@ -478,8 +530,12 @@ func runManagerScenarios(ctx context.Context, c *cluster, cfg config, l *e2efram
 		if err != nil {
 			return err
 		}
+		managed, err := c.managedObjects(ctx)
+		if err != nil {
+			return err
+		}
 		heap, rss, peakHeap, peakRSS := mem.read(ctx)
-		res.memory = &memoryResult{baseObjects: baseObjects, objects: objects, byKind: byKind,
+		res.memory = &memoryResult{baseObjects: baseObjects, objects: objects, byKind: byKind, baseManaged: baseManaged, managed: managed,
 			baseHeap: baseHeap, baseRSS: baseRSS, heap: heap, rss: rss, peakHeap: peakHeap, peakRSS: peakRSS}
 	}
 	return nil

@@ -177,10 +177,19 @@ func (m *inProcessManager) Exited() (bool, error) {
 
 func (m *inProcessManager) LogTail() string { return "(in-process: see this command's log)" }
 
+// idleWaiter is a manager (the peer) with its own way of telling it is
+// ready and idle.
+type idleWaiter interface {
+	waitIdle(ctx context.Context, timeout, quietFor time.Duration) error
+}
+
 // waitManagerReady waits until the manager reports its caches
 // synced and, when it leads, its queues are empty and it has written nothing
 // for quietFor: the state before a measurement starts.
 func waitManagerReady(ctx context.Context, m manager, timeout, quietFor time.Duration) error {
+	if w, ok := m.(idleWaiter); ok {
+		return w.waitIdle(ctx, timeout, quietFor)
+	}
 	var lastWrites float64 = -1
 	lastChange := time.Now()
 	var why string

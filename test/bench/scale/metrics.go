@@ -147,7 +147,8 @@ func countersOf(m metrics) managerCounters {
 			"PATCH":  m.sum("rest_client_requests_total", func(l map[string]string) bool { return l["method"] == "PATCH" }),
 			"DELETE": m.sum("rest_client_requests_total", func(l map[string]string) bool { return l["method"] == "DELETE" }),
 		},
-		Reconciles: m.sum("controller_manager_reconcile_total", nil),
+		// The manager's, or the peer's (controller-runtime's).
+		Reconciles: m.sum("controller_manager_reconcile_total", nil) + m.sum("controller_runtime_reconcile_total", nil),
 		CPUSeconds: m.sum("process_cpu_seconds_total", nil),
 		RSS:        m.sum("process_resident_memory_bytes", nil),
 		HeapInuse:  m.sum("go_memstats_heap_inuse_bytes", nil),
@@ -195,4 +196,33 @@ func getDebug(ctx context.Context, base string) (app.DebugStatus, error) {
 	}
 	err = json.Unmarshal(body, &d)
 	return d, err
+}
+
+// liveGetResources are the resources whose single-object GETs the
+// benchmark counts: the parents and children of the convergence scenarios,
+// but for volumes and claims, which kube-controller-manager's volume binder
+// GETs one by one itself (about 20 per raw Pipeline).
+var liveGetResources = map[string]bool{
+	"apps": true, "pipelines": true, "deployments": true, "services": true, "ingresses": true,
+}
+
+// liveGets is the API server's count of single-object GETs (its verb GET:
+// informers' LISTs and WATCHes are verbs of their own there, while a
+// client's rest_client_requests_total calls all three GET) of
+// liveGetResources, by any client. Apart from the controller under test,
+// only kube-controller-manager's garbage collector GETs these one by one
+// (an owner it has not seen yet, rarely): the raw runs, which create the
+// same owner references with no controller, show how many that is.
+func (c *cluster) liveGets(ctx context.Context) (float64, error) {
+	body, err := c.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("scraping the API server's metrics: %w", err)
+	}
+	ms, err := parseMetrics(strings.NewReader(string(body)))
+	if err != nil {
+		return 0, err
+	}
+	return ms.sum("apiserver_request_total", func(l map[string]string) bool {
+		return l["verb"] == "GET" && l["subresource"] == "" && liveGetResources[l["resource"]]
+	}), nil
 }

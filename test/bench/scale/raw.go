@@ -44,6 +44,15 @@ type rawResult struct {
 	etcdWrites int64
 	cpu        cpuUsage
 	before     phaseStart
+	// gets are the live GETs (cluster.liveGets) during the measurement:
+	// with no controller running, the background the managers' are read
+	// against.
+	gets float64
+}
+
+// apiserverCPUPerSet is the API server's CPU seconds per parent.
+func (r rawResult) apiserverCPUPerSet() float64 {
+	return r.cpu.Cores["kube-apiserver"] * r.cpu.Wall.Seconds() / float64(r.n)
 }
 
 // setsPerSecond is the raw rate in parents per second.
@@ -88,6 +97,10 @@ func measureRaw(ctx context.Context, c *cluster, cfg config, n, createsPerSet in
 	if err != nil {
 		return rawResult{}, err
 	}
+	gets0, err := c.liveGets(ctx)
+	if err != nil {
+		return rawResult{}, err
+	}
 	cpu0 := takeCPUSnapshot()
 	start := time.Now()
 	err = parallel(ctx, n, cfg.concurrency, create)
@@ -100,7 +113,11 @@ func measureRaw(ctx context.Context, c *cluster, cfg config, n, createsPerSet in
 	if err != nil {
 		return rawResult{}, err
 	}
-	return rawResult{n: n, createsPerSet: createsPerSet, elapsed: elapsed, etcdWrites: rev1 - rev0, cpu: cpu0.until(cpu1), before: before}, nil
+	gets1, err := c.liveGets(ctx)
+	if err != nil {
+		return rawResult{}, err
+	}
+	return rawResult{n: n, createsPerSet: createsPerSet, elapsed: elapsed, etcdWrites: rev1 - rev0, cpu: cpu0.until(cpu1), before: before, gets: gets1 - gets0}, nil
 }
 
 // rawApps creates n Apps with their Deployment, Service and Ingress as the

@@ -1,0 +1,128 @@
+/*
+Copyright The NDSL controller-manager Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+
+	e2eframework "github.com/ndsl/controller-manager/test/e2e/framework"
+)
+
+const scenarioNamePeer = "peer"
+
+// peerNamespace and peerPhase: the peer's Apps, labelled so that the peer
+// caches and reconciles only them (the manager's own Apps are elsewhere).
+const (
+	peerNamespace = "bench-peer"
+	peerPhase     = "peer"
+)
+
+// peerManager is test/bench/peer's controller-runtime operator in its own
+// process, started by the same launcher as the manager with the same client
+// flags. It has no /debug/controllers: it is idle when its work queue is
+// empty and it has written nothing for a while.
+type peerManager struct{ binaryManager }
+
+func (m *peerManager) Counters(ctx context.Context) (managerCounters, error) {
+	c, err := m.binaryManager.Counters(ctx)
+	if err != nil {
+		return c, err
+	}
+	// controller-runtime's process collector, checked against /proc.
+	if t, err := procTimes(m.PID()); err == nil {
+		c.CPUSeconds = t.Seconds()
+	}
+	return c, nil
+}
+
+// waitIdle waits for synced caches, an empty work queue and no write for
+// quietFor.
+func (m *peerManager) waitIdle(ctx context.Context, timeout, quietFor time.Duration) error {
+	var lastWrites float64 = -1
+	lastChange := time.Now()
+	why := "starting"
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if exited, err := m.Exited(); exited {
+			return false, fmt.Errorf("peer %s exited (%v); log:\n%s", m.Name(), err, m.LogTail())
+		}
+		if status, _, err := httpGet(ctx, m.Base()+"/readyz"); err != nil || status != 200 {
+			why = fmt.Sprintf("/readyz: %d %v", status, err)
+			return false, nil
+		}
+		ms, err := scrape(ctx, m.Base())
+		if err != nil {
+			why = err.Error()
+			return false, nil
+		}
+		c := countersOf(ms)
+		if c.Writes != lastWrites {
+			lastWrites, lastChange = c.Writes, time.Now()
+		}
+		if depth := ms.sum("workqueue_depth", nil); depth > 0 {
+			why = fmt.Sprintf("%.0f keys queued", depth)
+			return false, nil
+		}
+		why = "still writing"
+		return time.Since(lastChange) >= quietFor, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for peer %s to be ready and idle (%s): %w", m.Name(), why, err)
+	}
+	return nil
+}
+
+// peerResult is the peer's App convergence and ours, side by side.
+type peerResult struct {
+	peer convergence
+}
+
+// scenarioPeer converges cfg.apps Apps with the peer, figures taken at
+// convergence, then deletes them, so that no later manager meets them.
+func scenarioPeer(ctx context.Context, c *cluster, cfg config) (peerResult, error) {
+	logger := klog.FromContext(ctx)
+	l := e2eframework.NewLauncher(cfg.peerBinary, c.kubeconfig, cfg.artifacts)
+	defer l.Close()
+	l.PlainHTTP = true
+	l.Args = []string{"--kube-api-qps=-1", "--app-ingress-domain=" + ingressDomain, "--app-selector=" + benchLabel + "=" + peerPhase}
+	logger.Info("Starting the peer", "binary", cfg.peerBinary)
+	p, err := l.Start(ctx, "peer")
+	if err != nil {
+		return peerResult{}, err
+	}
+	m := &peerManager{binaryManager{p: p}}
+	defer func() {
+		if code, err := m.Terminate(time.Minute); err != nil || code != 0 {
+			logger.Info("The peer did not stop cleanly", "exitCode", code, "err", err)
+		}
+	}()
+	if err := m.waitIdle(ctx, 5*time.Minute, 3*time.Second); err != nil {
+		return peerResult{}, err
+	}
+	conv, err := convergeApps(ctx, c, cfg, m, scenarioNamePeer, peerNamespace, map[string]string{benchLabel: peerPhase}, cfg.apps, false)
+	if err != nil {
+		return peerResult{}, fmt.Errorf("peer: %w", err)
+	}
+	if _, err := m.Terminate(time.Minute); err != nil {
+		return peerResult{}, err
+	}
+	return peerResult{peer: conv}, c.deleteNamespace(ctx, peerNamespace, cfg.cleanupTimeout)
+}

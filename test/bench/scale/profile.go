@@ -1,0 +1,134 @@
+/*
+Copyright The NDSL controller-manager Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// scenarioNameProfile converges a share of scenarios 1-3 again with the
+// manager in this process under a CPU profile: the binary has no pprof
+// endpoint, and profiling it from outside (perf) needs privileges.
+const scenarioNameProfile = "profile"
+
+// profileTopEntries is how many functions of each profile the report shows.
+const profileTopEntries = 8
+
+// profileResult is one profiled convergence and its top functions.
+type profileResult struct {
+	conv convergence
+	file string
+	// top is `go tool pprof -top`'s summary line and its first entries,
+	// the benchmark's own client goroutines left out.
+	summary string
+	top     []string
+}
+
+// scenarioProfile profiles the convergence of --profile-scale of each of
+// apps, pipelines and ingress that ran, with the in-process manager (same
+// code, same client settings as the binary), after the binary's manager
+// stopped. Figures other than the profile are not comparable with the
+// binary's: the benchmark's own work shares the process.
+func scenarioProfile(ctx context.Context, c *cluster, cfg config, res *results) error {
+	logger := klog.FromContext(ctx)
+	pcfg := cfg
+	pcfg.cpuprofile = filepath.Join(cfg.artifacts, "cpu.pprof")
+	m, err := startInProcessManager(ctx, c.config)
+	if err != nil {
+		return err
+	}
+	defer func() { _, _ = m.Terminate(time.Minute) }()
+	if err := waitManagerReady(ctx, m, 5*time.Minute, 3*time.Second); err != nil {
+		return err
+	}
+	share := func(n int) int { return max(1, int(float64(n)*cfg.profileScale)) }
+	runs := []struct {
+		name string
+		run  func(ctx context.Context) (convergence, error)
+	}{
+		{scenarioNameApps, func(ctx context.Context) (convergence, error) {
+			return convergeApps(ctx, c, pcfg, m, scenarioNameApps, "bench-profile-apps", nil, share(cfg.apps), false)
+		}},
+		{scenarioNamePipelines, func(ctx context.Context) (convergence, error) {
+			return convergePipelines(ctx, c, pcfg, m, scenarioNamePipelines, "prof", share(cfg.pipelines), false)
+		}},
+		{scenarioNameIngress, func(ctx context.Context) (convergence, error) {
+			return convergeIngress(ctx, c, pcfg, m, scenarioNameIngress, "bench-profile-ingress", share(cfg.services))
+		}},
+	}
+	for _, r := range runs {
+		if _, ran := res.conv[r.name]; !ran {
+			continue
+		}
+		logger.Info("Profiling the convergence", "scenario", r.name)
+		var conv convergence
+		var err error
+		pprof.Do(ctx, pprof.Labels("bench", "client"), func(ctx context.Context) { conv, err = r.run(ctx) })
+		if err != nil {
+			return err
+		}
+		p := profileResult{conv: conv, file: profilePath(pcfg, r.name)}
+		if p.summary, p.top, err = profileTop(ctx, p.file, profileTopEntries); err != nil {
+			p.summary = "go tool pprof failed: " + err.Error()
+		}
+		res.profiles[r.name] = p
+	}
+	return nil
+}
+
+// profileTop runs `go tool pprof -top` on file without the benchmark's own
+// goroutines and returns its summary line and first n entries, each as
+// "function flat% (cum%)".
+func profileTop(ctx context.Context, file string, n int) (string, []string, error) {
+	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", fmt.Sprintf("-nodecount=%d", n),
+		"-tagignore=bench=client", file).Output()
+	if err != nil {
+		return "", nil, err
+	}
+	summary, top := parsePprofTop(string(out))
+	return summary, top, nil
+}
+
+// parsePprofTop reads the output of `go tool pprof -top`.
+func parsePprofTop(out string) (summary string, top []string) {
+	header := false
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "Showing nodes accounting for"):
+			summary = line
+		case strings.HasPrefix(line, "flat"):
+			header = true
+		case header && line != "":
+			// flat flat% sum% cum cum% function...
+			f := strings.Fields(line)
+			if len(f) < 6 {
+				continue
+			}
+			top = append(top, fmt.Sprintf("%s %s (cum %s)", strings.Join(f[5:], " "), f[1], f[4]))
+		}
+	}
+	return summary, top
+}
