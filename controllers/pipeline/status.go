@@ -52,6 +52,8 @@ type observed struct {
 	// image is not allowed; refusedReason is the matching condition reason.
 	refused       error
 	refusedReason string
+	// created reports that the reconcile created a child.
+	created bool
 }
 
 type observedStep struct {

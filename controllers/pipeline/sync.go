@@ -87,13 +87,13 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		}
 	}
 
-	obs.volume, obs.volumeErr = syncChild(ctx, c, p, c.volumes, want.volume)
+	obs.volume, obs.volumeErr = syncChild(ctx, c, p, &obs, c.volumes, want.volume)
 	record(obs.volumeErr)
 
 	namespaceReady, err := c.ensureNamespace(ctx, p, namespace)
 	record(err)
 	if namespaceReady {
-		obs.claim, obs.claimErr = syncChild(ctx, c, p, c.claims, want.claim)
+		obs.claim, obs.claimErr = syncChild(ctx, c, p, &obs, c.claims, want.claim)
 		record(obs.claimErr)
 	}
 	if obs.volume != nil && obs.claim != nil {
@@ -118,7 +118,7 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		// its Deployment is written only once that Service is ours.
 		for i := range obs.steps {
 			s := &obs.steps[i]
-			s.service, s.serviceErr = syncChild(ctx, c, p, c.services, want.services[i])
+			s.service, s.serviceErr = syncChild(ctx, c, p, &obs, c.services, want.services[i])
 			record(s.serviceErr)
 		}
 		for i := range obs.steps {
@@ -129,7 +129,7 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 				s.deployment = c.ownDeployment(p, namespace, s.deploymentName)
 				continue
 			}
-			s.deployment, s.deploymentErr = syncChild(ctx, c, p, c.deployments, want.deployments[i])
+			s.deployment, s.deploymentErr = syncChild(ctx, c, p, &obs, c.deployments, want.deployments[i])
 			record(s.deploymentErr)
 		}
 	}
@@ -142,10 +142,17 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		record(c.deleteUnwanted(ctx, p, obs, want))
 	}
 
-	status := computeStatus(p, obs, metav1.NewTime(time.Now().Truncate(time.Second)))
-	statusErr := c.updateStatus(ctx, p, status)
 	errs := slices.Concat(obs.conflicts, obs.failures, obs.transient)
-	if statusErr != nil {
+	if obs.created && len(errs) == 0 {
+		// What this reconcile would report of the children it just created
+		// (storage Pending, no replicas) is superseded at once: the reconcile
+		// their events bring, after childBatchPeriod, writes the status
+		// once. Anything that went wrong is written at once.
+		logger.V(4).Info("Created children; the status waits for the reconcile that observes them")
+		return controller.Result{}, nil
+	}
+	status := computeStatus(p, obs, metav1.NewTime(time.Now().Truncate(time.Second)))
+	if statusErr := c.updateStatus(ctx, p, status); statusErr != nil {
 		errs = append(errs, statusErr)
 	}
 	if len(errs) > 0 {
@@ -236,10 +243,10 @@ func (c *Controller) updateStatus(ctx context.Context, p *pipelinev1beta1.Pipeli
 }
 
 // syncChild applies desired for the Pipeline and returns the child as last
-// observed (nil when it is missing or not ours). A same-name object the
+// observed (nil when it is missing or not ours); a create sets obs.created. A same-name object the
 // Pipeline does not control is never touched: that is a NotOwnedError.
 func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx context.Context, c *Controller, p *pipelinev1beta1.Pipeline,
-	children *controller.Children[T, AC], desired AC) (T, error) {
+	obs *observed, children *controller.Children[T, AC], desired AC) (T, error) {
 	var none T
 	namespace, name := ptr.Deref(desired.GetNamespace(), ""), ptr.Deref(desired.GetName(), "")
 	live, _, err := children.Get(namespace, name) // nil when not found
@@ -258,6 +265,7 @@ func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx co
 		return none, c.writeFailed(p, write.Verb(), children.Kind, namespace, name, err)
 	case write != controller.Unchanged:
 		c.consistency.Wrote(p, children.Resource, written)
+		obs.created = obs.created || write == controller.Created
 	}
 	return written, nil
 }

@@ -18,6 +18,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -68,6 +69,8 @@ type Children[T Object, AC ApplyConfiguration[AC]] struct {
 	Resource schema.GroupResource
 	lister   listers.ResourceIndexer[T]
 	client   func(namespace string) ChildClient[T, AC]
+	// verdicts spare a resync the comparison of an unchanged child.
+	verdicts *upToDateVerdicts
 }
 
 // NewChildren returns the adapter for one kind of child: informer is its
@@ -75,12 +78,18 @@ type Children[T Object, AC ApplyConfiguration[AC]] struct {
 // scoped kinds ignore the namespace).
 func NewChildren[T Object, AC ApplyConfiguration[AC]](kind string, resource schema.GroupResource,
 	informer cache.SharedIndexInformer, client func(namespace string) ChildClient[T, AC]) *Children[T, AC] {
-	return &Children[T, AC]{
+	c := &Children[T, AC]{
 		Kind:     kind,
 		Resource: resource,
 		lister:   listers.New[T](informer.GetIndexer(), resource),
 		client:   client,
 	}
+	// No resync for this handler: it only forgets the children that go.
+	verdicts := &upToDateVerdicts{}
+	if _, err := informer.AddEventHandlerWithResyncPeriod(verdicts.forgetDeleted(), 0); err == nil {
+		c.verdicts = verdicts
+	}
+	return c
 }
 
 // Get reads a child from the cache; found is false when it is not there.
@@ -143,9 +152,17 @@ func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desire
 		// create a new one.
 		return live, Unchanged, nil
 	}
-	want, err := fields(desired)
+	desiredJSON, err := json.Marshal(desired)
 	if err != nil {
 		return none, Unchanged, fmt.Errorf("encoding the desired %s: %w", c.Kind, err)
+	}
+	sum := desiredSum(desiredJSON)
+	if exists && c.verdicts != nil && c.verdicts.upToDate(live, sum) {
+		return live, Unchanged, nil
+	}
+	var want map[string]any
+	if err := json.Unmarshal(desiredJSON, &want); err != nil {
+		return none, Unchanged, fmt.Errorf("decoding the desired %s: %w", c.Kind, err)
 	}
 	if !exists {
 		return c.create(ctx, want)
@@ -155,6 +172,9 @@ func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desire
 		return none, Unchanged, fmt.Errorf("comparing the cached %s %s with the desired one: %w", c.Kind, klog.KObj(live), err)
 	}
 	if same {
+		if c.verdicts != nil {
+			c.verdicts.remember(live, sum)
+		}
 		return live, Unchanged, nil
 	}
 

@@ -1,0 +1,69 @@
+/*
+Copyright The NDSL controller-manager Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// A remembered "up to date" holds only for the same child version and the
+// same desired fields: a drifted child (a new resourceVersion) and a new
+// desired state are both compared again, and written.
+func TestRememberedVerdictIsExact(t *testing.T) {
+	ctx := context.Background()
+	children, client, cached := newServiceChildren(t)
+	created, _, err := children.Apply(ctx, ownerApp(), desiredChildService(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.ResourceVersion = "1"
+	cached(created)
+	client.ClearActions()
+	for range 2 { // compared, then remembered
+		if _, write, err := children.Apply(ctx, ownerApp(), desiredChildService(), created); err != nil || write != Unchanged {
+			t.Fatalf("at rest: write %v, err %v", write, err)
+		}
+	}
+	if _, ok := children.verdicts.byUID.Load(created.UID); !ok {
+		t.Fatal("the verdict of an up-to-date child was not remembered")
+	}
+
+	// Same child version, other desired fields: compared, and updated.
+	otherPort := desiredChildService()
+	otherPort.Spec.Ports[0].WithPort(8080)
+	if _, write, err := children.Apply(ctx, ownerApp(), otherPort, created); err != nil || write != Updated {
+		t.Fatalf("new desired fields on a remembered child: write %v, err %v, want Updated", write, err)
+	}
+
+	// Same desired fields, a drifted child: compared, and updated.
+	drifted := created.DeepCopy()
+	drifted.ResourceVersion = "2"
+	drifted.Spec.Selector = map[string]string{"app": "someone-else"}
+	client.ClearActions()
+	if _, write, err := children.Apply(ctx, ownerApp(), desiredChildService(), drifted); err != nil || write != Updated {
+		t.Fatalf("drifted child with a remembered verdict: write %v, err %v, want Updated", write, err)
+	}
+
+	// A child that goes takes its verdict with it.
+	children.verdicts.forgetDeleted().OnDelete(&corev1.Service{ObjectMeta: created.ObjectMeta})
+	if _, ok := children.verdicts.byUID.Load(created.UID); ok {
+		t.Error("the verdict of a deleted child is still remembered")
+	}
+}
