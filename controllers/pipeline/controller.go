@@ -149,6 +149,14 @@ func NewController(
 		nodes.Informer().HasSynced,
 	}
 	c.Reconcile = c.sync
+	// The children's informers hold only labelled objects: a same-name
+	// object in a child's way is watched alone, and its going requeues the
+	// Pipeline.
+	blockers := controller.NewBlockerWatches(c.Queue, 0)
+	c.volumes.WatchBlockers(blockers)
+	c.claims.WatchBlockers(blockers)
+	c.deployments.WatchBlockers(blockers)
+	c.services.WatchBlockers(blockers)
 	c.MaxRetries = opts.MaxRetries
 	c.GiveUp = controller.GiveUpEvent(recorder, func(key controller.Key) (runtime.Object, error) {
 		return c.pipelines.Get(key.Name)

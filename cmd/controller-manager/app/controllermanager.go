@@ -288,8 +288,10 @@ func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
 	if err != nil {
 		return cc, nil, fmt.Errorf("building the informers' client: %w", err)
 	}
+	// Children come from ManagedInformerFactory; this one holds the kinds
+	// read cluster-wide (the Ingress controller's Services), lean.
 	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
-		informers.WithTransform(controller.TrimManagedFields))
+		informers.WithTransform(unselectedTransform))
 	cc.InformerFactory = kubeFactory
 	cc.filtered = newFilteredFactories(kubeClient, resync, informers.WithTransform(controller.TrimManagedFields))
 
