@@ -19,6 +19,7 @@ package app
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/metadata"
@@ -100,15 +101,14 @@ func newPipelineController(_ context.Context, cc ControllerContext) (Controller,
 		return nil, err
 	}
 	managed := cc.ManagedInformerFactory()
-	core := cc.InformerFactory.Core().V1()
 	return pipeline.NewController(
 		cc.CRDInformerFactory.Pipeline().V1beta1().Pipelines(),
 		managed.Apps().V1().Deployments(),
 		managed.Core().V1().Services(),
 		managed.Core().V1().PersistentVolumeClaims(),
 		managed.Core().V1().PersistentVolumes(),
-		core.Namespaces(),
-		core.Nodes(),
+		cc.MetadataInformerFactory.ForResource(corev1.SchemeGroupVersion.WithResource("namespaces")),
+		cc.MetadataInformerFactory.ForResource(corev1.SchemeGroupVersion.WithResource("nodes")),
 		kubeClient,
 		crdClient,
 		cc.EventRecorder(pipeline.ControllerName),

@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
@@ -65,6 +66,10 @@ type ControllerContext struct {
 	// CRDInformerFactory is the one shared factory for this project's own
 	// API groups (App, Pipeline).
 	CRDInformerFactory crdinformers.SharedInformerFactory
+	// MetadataInformerFactory is the one shared factory of metadata-only
+	// informers, for kinds a controller reads only the metadata of
+	// (Namespaces, Nodes), cluster-wide.
+	MetadataInformerFactory metadatainformer.SharedInformerFactory
 	// Options holds every controller's options.
 	Options *options.Options
 

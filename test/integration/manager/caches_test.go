@@ -107,7 +107,9 @@ func TestCachesHoldOnlyManagedChildren(t *testing.T) {
 	ctx := context.Background()
 	// A noisy neighbour: unmanaged objects of the children's kinds.
 	other := framework.CreateNamespace(t, cp.Client)
-	t.Cleanup(func() { _ = cp.Client.CoreV1().Namespaces().Delete(context.Background(), other, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cp.Client.CoreV1().Namespaces().Delete(context.Background(), other, metav1.DeleteOptions{})
+	})
 	labels := map[string]string{"app": "noise"}
 	if _, err := cp.Client.AppsV1().Deployments(other).Create(ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "noise", Labels: labels},
