@@ -113,6 +113,12 @@ func NewController(
 		pods.Informer().HasSynced,
 	}
 	c.Reconcile = c.sync
+	// The children's informers hold only labelled objects: a same-name
+	// object in a child's way is watched alone, and its going requeues the App.
+	blockers := controller.NewBlockerWatches(c.Queue, 0)
+	c.deployments.WatchBlockers(blockers)
+	c.services.WatchBlockers(blockers)
+	c.ingresses.WatchBlockers(blockers)
 	c.MaxRetries = opts.MaxRetries
 	c.GiveUp = controller.GiveUpEvent(recorder, func(key controller.Key) (runtime.Object, error) {
 		return c.apps.Apps(key.Namespace).Get(key.Name)

@@ -94,8 +94,11 @@ type staleEntry struct {
 // NewController builds the controller on the manager's shared typed
 // informers, the ones the other controllers cache these kinds in, rather
 // than a metadata-only copy: one watch and one cache per kind in the
-// process. The sweeper reads only metadata from them. It starts nothing.
+// process. dependentInformers are the children's (selected by
+// ManagedByLabel, all the sweeper looks at), kubeInformers the owner
+// Services'. The sweeper reads only metadata from them. It starts nothing.
 func NewController(
+	dependentInformers informers.SharedInformerFactory,
 	kubeInformers informers.SharedInformerFactory,
 	crdInformers crdinformers.SharedInformerFactory,
 	client metadata.Interface,
@@ -117,8 +120,8 @@ func NewController(
 		ticks:      ticks,
 		staleSince: map[types.UID]staleEntry{},
 	}
-	informerFor := func(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, cache.GenericLister, error) {
-		if inf, err := kubeInformers.ForResource(gvr); err == nil {
+	informerFor := func(kube informers.SharedInformerFactory, gvr schema.GroupVersionResource) (cache.SharedIndexInformer, cache.GenericLister, error) {
+		if inf, err := kube.ForResource(gvr); err == nil {
 			return inf.Informer(), inf.Lister(), nil
 		}
 		inf, err := crdInformers.ForResource(gvr)
@@ -128,7 +131,7 @@ func NewController(
 		return inf.Informer(), inf.Lister(), nil
 	}
 	for _, k := range append(dependentKinds, pvKind) {
-		inf, lister, err := informerFor(k.resource)
+		inf, lister, err := informerFor(dependentInformers, k.resource)
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +139,7 @@ func NewController(
 		c.Synced = append(c.Synced, inf.HasSynced)
 	}
 	for gk, o := range ownerKinds {
-		inf, lister, err := informerFor(o.resource)
+		inf, lister, err := informerFor(kubeInformers, o.resource)
 		if err != nil {
 			return nil, err
 		}

@@ -100,7 +100,7 @@ func TestStaleSinceIsRecordedOnTheObject(t *testing.T) {
 				deletes++
 				return true, nil, nil
 			})
-			c, err := NewController(kubeInformers, crdInformers, client, record.NewFakeRecorder(10),
+			c, err := NewController(kubeInformers, kubeInformers, crdInformers, client, record.NewFakeRecorder(10),
 				Options{Interval: 1, StalePeriod: period, DryRun: tc.dryRun})
 			if err != nil {
 				t.Fatal(err)

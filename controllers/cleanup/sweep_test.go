@@ -72,7 +72,7 @@ func TestSweepRechecksTheOwnerLiveBeforeRemoving(t *testing.T) {
 				deletes = append(deletes, a.(clienttesting.DeleteActionImpl).DeleteOptions)
 				return true, nil, nil
 			})
-			c, err := NewController(kubeInformers, crdInformers, client, record.NewFakeRecorder(10), Options{Interval: 1})
+			c, err := NewController(kubeInformers, kubeInformers, crdInformers, client, record.NewFakeRecorder(10), Options{Interval: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

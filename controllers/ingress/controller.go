@@ -64,6 +64,9 @@ func NewController(
 	}
 	c.Synced = []cache.InformerSynced{services.Informer().HasSynced, ingresses.Informer().HasSynced}
 	c.Reconcile = c.sync
+	// The Ingress informer holds only labelled Ingresses: a same-name one in
+	// the way is watched alone, and its going requeues the Service.
+	c.ingresses.WatchBlockers(controller.NewBlockerWatches(c.Queue, 0))
 	c.MaxRetries = opts.MaxRetries
 	c.GiveUp = controller.GiveUpEvent(recorder, func(key controller.Key) (runtime.Object, error) {
 		return c.services.Services(key.Namespace).Get(key.Name)

@@ -29,10 +29,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -94,26 +94,29 @@ type Controller struct {
 
 	pipelines       pipelinelisters.PipelineLister
 	pipelineIndexer cache.Indexer
-	namespaces      corelisters.NamespaceLister
-	nodes           corelisters.NodeLister
-	volumes         *controller.PersistentVolumes
-	claims          *controller.PersistentVolumeClaims
-	deployments     *controller.Deployments
-	services        *controller.Services
+	// namespaces and nodes hold metadata only (PartialObjectMetadata): the
+	// controller reads their names, labels and deletion timestamps.
+	namespaces  cache.GenericLister
+	nodes       cache.GenericLister
+	volumes     *controller.PersistentVolumes
+	claims      *controller.PersistentVolumeClaims
+	deployments *controller.Deployments
+	services    *controller.Services
 
 	consistency *controller.ConsistencyStore
 }
 
 // NewController builds the controller and registers its event handlers and
-// the node index on the shared informers; it starts nothing.
+// the node index on the shared informers; it starts nothing. namespaces and
+// nodes are metadata-only informers (metadatainformer).
 func NewController(
 	pipelines pipelineinformers.PipelineInformer,
 	deployments appsinformers.DeploymentInformer,
 	services coreinformers.ServiceInformer,
 	claims coreinformers.PersistentVolumeClaimInformer,
 	volumes coreinformers.PersistentVolumeInformer,
-	namespaces coreinformers.NamespaceInformer,
-	nodes coreinformers.NodeInformer,
+	namespaces informers.GenericInformer,
+	nodes informers.GenericInformer,
 	kubeClient kubernetes.Interface,
 	crdClient versioned.Interface,
 	recorder record.EventRecorder,
@@ -149,6 +152,14 @@ func NewController(
 		nodes.Informer().HasSynced,
 	}
 	c.Reconcile = c.sync
+	// The children's informers hold only labelled objects: a same-name
+	// object in a child's way is watched alone, and its going requeues the
+	// Pipeline.
+	blockers := controller.NewBlockerWatches(c.Queue, 0)
+	c.volumes.WatchBlockers(blockers)
+	c.claims.WatchBlockers(blockers)
+	c.deployments.WatchBlockers(blockers)
+	c.services.WatchBlockers(blockers)
 	c.MaxRetries = opts.MaxRetries
 	c.GiveUp = controller.GiveUpEvent(recorder, func(key controller.Key) (runtime.Object, error) {
 		return c.pipelines.Get(key.Name)

@@ -28,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/metadata/metadatainformer"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -66,7 +68,7 @@ func TestStatusWaitsForTheCreatedChildren(t *testing.T) {
 	pipelines := crdFactory.Pipeline().V1beta1().Pipelines()
 	deployments, services := kubeFactory.Apps().V1().Deployments(), kubeFactory.Core().V1().Services()
 	claims, volumes := kubeFactory.Core().V1().PersistentVolumeClaims(), kubeFactory.Core().V1().PersistentVolumes()
-	namespaces, nodeInformer := kubeFactory.Core().V1().Namespaces(), kubeFactory.Core().V1().Nodes()
+	namespaces, nodeInformer := metadataInformers()
 	opts := DefaultOptions()
 	opts.AllowedNamespaces = []string{AnyNamespace}
 	c, err := NewController(pipelines, deployments, services, claims, volumes, namespaces, nodeInformer, kube, crd, record.NewFakeRecorder(100), opts)
@@ -81,8 +83,10 @@ func TestStatusWaitsForTheCreatedChildren(t *testing.T) {
 		}
 	}
 	add(pipelines.Informer().GetStore(), p)
-	add(namespaces.Informer().GetStore(), ns)
-	add(nodeInformer.Informer().GetStore(), nodes...)
+	add(namespaces.Informer().GetStore(), metadataOf(ns))
+	for _, n := range nodes {
+		add(nodeInformer.Informer().GetStore(), metadataOf(n.(metav1.Object)))
+	}
 	key := controller.Key{Name: p.Name}
 	kube.ClearActions()
 	crd.ClearActions()
@@ -142,19 +146,19 @@ func TestStatusOfAFailedCreateIsWrittenAtOnce(t *testing.T) {
 	kubeFactory := kubeinformers.NewSharedInformerFactory(kube, 0)
 	crdFactory := crdinformers.NewSharedInformerFactory(crd, 0)
 	pipelines := crdFactory.Pipeline().V1beta1().Pipelines()
-	namespaces := kubeFactory.Core().V1().Namespaces()
+	namespaces, nodes := metadataInformers()
 	opts := DefaultOptions()
 	opts.AllowedNamespaces = []string{AnyNamespace}
 	c, err := NewController(pipelines, kubeFactory.Apps().V1().Deployments(), kubeFactory.Core().V1().Services(),
 		kubeFactory.Core().V1().PersistentVolumeClaims(), kubeFactory.Core().V1().PersistentVolumes(), namespaces,
-		kubeFactory.Core().V1().Nodes(), kube, crd, record.NewFakeRecorder(100), opts)
+		nodes, kube, crd, record.NewFakeRecorder(100), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := pipelines.Informer().GetStore().Add(p); err != nil {
 		t.Fatal(err)
 	}
-	if err := namespaces.Informer().GetStore().Add(ns); err != nil {
+	if err := namespaces.Informer().GetStore().Add(metadataOf(ns)); err != nil {
 		t.Fatal(err)
 	}
 	crd.ClearActions()
@@ -164,4 +168,18 @@ func TestStatusOfAFailedCreateIsWrittenAtOnce(t *testing.T) {
 	if n := statusWrites(crd.Actions()); n != 1 {
 		t.Fatalf("a reconcile whose create failed wrote the status %d times, want 1", n)
 	}
+}
+
+// metadataInformers are the metadata-only Namespace and Node informers the
+// manager gives the controller.
+func metadataInformers() (namespaces, nodes kubeinformers.GenericInformer) {
+	f := metadatainformer.NewSharedInformerFactory(metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme()), 0)
+	return f.ForResource(corev1.SchemeGroupVersion.WithResource("namespaces")), f.ForResource(corev1.SchemeGroupVersion.WithResource("nodes"))
+}
+
+// metadataOf is obj as a metadata-only informer holds it.
+func metadataOf(obj metav1.Object) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Name: obj.GetName(), UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion(), Labels: obj.GetLabels(),
+	}}
 }

@@ -62,14 +62,14 @@ func (c *Controller) podSecurityLevel(namespace string) PodSecurityLevel {
 	if c.opts.PodSecurity == PodSecurityRestricted {
 		return PodSecurityRestricted
 	}
-	if ns, err := c.namespaces.Get(namespace); err == nil && enforcesRestricted(ns) {
+	if ns, err := c.namespace(namespace); err == nil && enforcesRestricted(ns) {
 		return PodSecurityRestricted
 	}
 	return PodSecurityBaseline
 }
 
-func enforcesRestricted(ns *corev1.Namespace) bool {
-	return ns.Labels[PodSecurityEnforceLabel] == string(PodSecurityRestricted)
+func enforcesRestricted(ns metav1.Object) bool {
+	return ns.GetLabels()[PodSecurityEnforceLabel] == string(PodSecurityRestricted)
 }
 
 // podSecurityContext is the step pod's security context. Seccomp
@@ -102,20 +102,20 @@ func containerSecurityContext(level PodSecurityLevel) *corev1ac.SecurityContextA
 // namespace created restricted; other namespace changes are not theirs.
 // The initial list is left out: every Pipeline is synced at start anyway.
 func namespaceEnforceHandler(q controller.Queue, pipelinesIn func(ns metav1.Object) []controller.Key) cache.ResourceEventHandlerDetailedFuncs {
-	enqueue := func(ns *corev1.Namespace) {
+	enqueue := func(ns metav1.Object) {
 		for _, key := range pipelinesIn(ns) {
 			q.Add(key)
 		}
 	}
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, isInInitialList bool) {
-			if ns, ok := obj.(*corev1.Namespace); ok && !isInInitialList && enforcesRestricted(ns) {
+			if ns, ok := obj.(metav1.Object); ok && !isInInitialList && enforcesRestricted(ns) {
 				enqueue(ns)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			o, okOld := oldObj.(*corev1.Namespace)
-			n, okNew := newObj.(*corev1.Namespace)
+			o, okOld := oldObj.(metav1.Object)
+			n, okNew := newObj.(metav1.Object)
 			if okOld && okNew && enforcesRestricted(o) != enforcesRestricted(n) {
 				enqueue(n)
 			}

@@ -187,11 +187,11 @@ func refusedAlready(p *pipelinev1beta1.Pipeline, reason string) bool {
 // ensureNamespace creates the children's namespace when it is missing. It
 // reports whether namespaced children can be written there.
 func (c *Controller) ensureNamespace(ctx context.Context, p *pipelinev1beta1.Pipeline, name string) (bool, error) {
-	switch ns, err := c.namespaces.Get(name); {
+	switch ns, err := c.namespace(name); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return false, fmt.Errorf("reading namespace %s from the cache: %w", name, err)
-	case ns.DeletionTimestamp != nil:
+	case ns.GetDeletionTimestamp() != nil:
 		return false, fmt.Errorf("namespace %s is being deleted; children will be created once it is gone", name)
 	default:
 		return true, nil
@@ -209,11 +209,20 @@ func (c *Controller) ensureNamespace(ctx context.Context, p *pipelinev1beta1.Pip
 	return true, nil
 }
 
+// namespace reads a namespace's metadata from the cache.
+func (c *Controller) namespace(name string) (metav1.Object, error) {
+	obj, err := c.namespaces.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	return meta.Accessor(obj)
+}
+
 // missingNodes returns the nodes in names that do not exist.
 func (c *Controller) missingNodes(names []string) []string {
 	var missing []string
 	for _, n := range names {
-		if _, err := c.nodes.Get(n); apierrors.IsNotFound(err) {
+		if _, err := c.nodes.Get(n); apierrors.IsNotFound(err) { // metadata only
 			missing = append(missing, n)
 		}
 	}

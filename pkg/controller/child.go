@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/listers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/csaupgrade"
@@ -58,6 +59,10 @@ type ChildClient[T Object, AC any] interface {
 	Apply(ctx context.Context, obj AC, opts metav1.ApplyOptions) (T, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	// Get and Watch serve only a blocker: a same-name object the selected
+	// cache does not hold.
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // Children reads one kind of child from the informer's cache and writes it
@@ -71,7 +76,13 @@ type Children[T Object, AC ApplyConfiguration[AC]] struct {
 	client   func(namespace string) ChildClient[T, AC]
 	// verdicts spare a resync the comparison of an unchanged child.
 	verdicts *upToDateVerdicts
+	// blockers, when set, watches same-name objects that block a create.
+	blockers *BlockerWatches
 }
+
+// WatchBlockers makes the adapter watch every object that blocks a child's
+// create with b, which requeues the owner when the blocker goes.
+func (c *Children[T, AC]) WatchBlockers(b *BlockerWatches) { c.blockers = b }
 
 // NewChildren returns the adapter for one kind of child: informer is its
 // shared informer, client returns its typed client in a namespace (cluster-
@@ -165,14 +176,21 @@ func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desire
 		return none, Unchanged, fmt.Errorf("decoding the desired %s: %w", c.Kind, err)
 	}
 	if !exists {
-		return c.create(ctx, want)
+		return c.create(ctx, owner, desired, want)
 	}
+	return c.update(ctx, desired, want, sum, live)
+}
+
+// update applies desired to live, a child owner controls, when they differ.
+// sum identifies desired for the verdict memo.
+func (c *Children[T, AC]) update(ctx context.Context, desired AC, want map[string]any, sum [32]byte, live T) (T, Write, error) {
+	var none T
 	same, err := upToDate(want, live)
 	if err != nil {
 		return none, Unchanged, fmt.Errorf("comparing the cached %s %s with the desired one: %w", c.Kind, klog.KObj(live), err)
 	}
 	if same {
-		if c.verdicts != nil {
+		if c.verdicts != nil && sum != ([32]byte{}) {
 			c.verdicts.remember(live, sum)
 		}
 		return live, Unchanged, nil
@@ -208,10 +226,10 @@ func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desire
 }
 
 // create creates the child the cache does not hold, from desired fields. A
-// Create, unlike an apply, never takes over an object of the same name made
-// since the cache looked: AlreadyExists, a transient error, retries the
-// owner, and by then the cache shows what holds the name.
-func (c *Children[T, AC]) create(ctx context.Context, desired map[string]any) (T, Write, error) {
+// Create, unlike an apply, never takes over an object of the same name.
+// On AlreadyExists the name's holder is read live (the cache holds only
+// objects with ManagedByLabel): see blocked.
+func (c *Children[T, AC]) create(ctx context.Context, owner metav1.Object, desiredAC AC, desired map[string]any) (T, Write, error) {
 	var none T
 	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
 	if err := viaJSON(desired, obj); err != nil {
@@ -224,11 +242,43 @@ func (c *Children[T, AC]) create(ctx context.Context, desired map[string]any) (T
 	annotations[CreatedAnnotation] = createdHash(desired)
 	obj.SetAnnotations(annotations)
 	created, err := c.client(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		return c.blocked(ctx, owner, desiredAC, desired, obj.GetNamespace(), obj.GetName(), err)
+	}
 	if err != nil {
 		return none, Created, err
 	}
 	klog.FromContext(ctx).V(2).Info("Created child", "kind", c.Kind, "child", klog.KObj(created))
 	return created, Created, nil
+}
+
+// blocked handles a create refused because name is taken (exists, the
+// AlreadyExists error), with one live GET. A holder owner controls is its
+// child without ManagedByLabel (edited away, or written by an older
+// version): the update path puts the label back. Any other holder is a
+// blocker: a NotOwnedError, and a watch on it that requeues owner once it
+// goes. A holder gone since is transient: the retry creates the child.
+func (c *Children[T, AC]) blocked(ctx context.Context, owner metav1.Object, desiredAC AC, desired map[string]any,
+	namespace, name string, exists error) (T, Write, error) {
+	var none T
+	client := c.client(namespace)
+	holder, err := client.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return none, Created, exists
+	case err != nil:
+		return none, Created, fmt.Errorf("reading %s %s, which exists but is not in the cache: %w", c.Kind, objectName(namespace, name), err)
+	case metav1.IsControlledBy(holder, owner):
+		if holder.GetDeletionTimestamp() != nil {
+			return holder, Unchanged, nil
+		}
+		// Not remembered: the holder came from a live read, not the cache.
+		return c.update(ctx, desiredAC, desired, [32]byte{}, holder)
+	}
+	if c.blockers != nil {
+		c.blockers.blocked(ctx, c.Resource, holder, Key{Namespace: owner.GetNamespace(), Name: owner.GetName()}, client.Watch)
+	}
+	return none, Created, NewNotOwnedError(c.Kind, holder)
 }
 
 // Delete deletes a child owner controls, unless it is already going. The

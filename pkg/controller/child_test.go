@@ -22,7 +22,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -128,9 +127,9 @@ func TestChildrenApply(t *testing.T) {
 	}
 }
 
-// An unowned object the cache has not seen yet (created just before its
-// would-be owner, or the cache behind) is not taken over: the Create fails
-// with AlreadyExists, transient, and nothing else is sent.
+// An unowned object the cache does not hold (no managed-by label, or the
+// cache behind) is not taken over: the Create fails with AlreadyExists, one
+// live GET reads the holder, and the owner gets a NotOwnedError.
 func TestChildrenApplyDoesNotTakeOverUncachedObject(t *testing.T) {
 	ctx := context.Background()
 	children, client, _ := newServiceChildren(t)
@@ -142,11 +141,12 @@ func TestChildrenApplyDoesNotTakeOverUncachedObject(t *testing.T) {
 	client.ClearActions()
 
 	_, _, err := children.Apply(ctx, ownerApp(), desiredChildService(), nil)
-	if !apierrors.IsAlreadyExists(err) || !IsTransient(err) {
-		t.Fatalf("uncached unowned object: err %v, want AlreadyExists", err)
+	var notOwned *NotOwnedError
+	if !errors.As(err, &notOwned) {
+		t.Fatalf("uncached unowned object: err %v, want NotOwnedError", err)
 	}
-	if n := len(client.Actions()); n != 1 || client.Actions()[0].GetVerb() != "create" {
-		t.Errorf("sent %v, want only the create", client.Actions())
+	if n := len(client.Actions()); n != 2 || client.Actions()[0].GetVerb() != "create" || client.Actions()[1].GetVerb() != "get" {
+		t.Errorf("sent %v, want the create and one get", client.Actions())
 	}
 	got, err := client.CoreV1().Services("shop").Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {

@@ -36,6 +36,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -291,8 +293,10 @@ func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
 	if err != nil {
 		return cc, nil, fmt.Errorf("building the informers' client: %w", err)
 	}
+	// Children come from ManagedInformerFactory; this one holds the kinds
+	// read cluster-wide (the Ingress controller's Services), lean.
 	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
-		informers.WithTransform(controller.TrimManagedFields))
+		informers.WithTransform(unselectedTransform))
 	cc.InformerFactory = kubeFactory
 	cc.filtered = newFilteredFactories(kubeClient, resync, informers.WithTransform(controller.TrimManagedFields))
 
@@ -304,8 +308,21 @@ func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
 		crdinformers.WithTransform(controller.TrimManagedFields))
 	cc.CRDInformerFactory = crdFactory
 
+	metadataClient, err := metadata.NewForConfig(cc.ClientConfig("shared-informers"))
+	if err != nil {
+		return cc, nil, fmt.Errorf("building the metadata informers' client: %w", err)
+	}
+	metadataFactory := metadatainformer.NewSharedInformerFactoryWithOptions(metadataClient, resync,
+		metadatainformer.WithTransform(controller.TrimManagedFields))
+	cc.MetadataInformerFactory = metadataFactory
+
 	factories := []factory{
 		kubeFactoryOf(kubeFactory),
+		{
+			start:       metadataFactory.Start,
+			waitForSync: func(stop <-chan struct{}) bool { return allSynced(metadataFactory.WaitForCacheSync(stop)) },
+			shutdown:    metadataFactory.Shutdown,
+		},
 		{
 			start:       crdFactory.Start,
 			waitForSync: func(stop <-chan struct{}) bool { return allSynced(crdFactory.WaitForCacheSync(stop)) },

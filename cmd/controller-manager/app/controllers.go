@@ -19,6 +19,7 @@ package app
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/metadata"
@@ -60,9 +61,11 @@ func newIngressController(_ context.Context, cc ControllerContext) (Controller, 
 	if err != nil {
 		return nil, err
 	}
+	// Its input Services carry no label to select by: the unselected
+	// factory holds them, cut down by ingress.TransformService.
 	return ingress.NewController(
 		cc.InformerFactory.Core().V1().Services(),
-		cc.InformerFactory.Networking().V1().Ingresses(),
+		cc.ManagedInformerFactory().Networking().V1().Ingresses(),
 		client,
 		cc.EventRecorder(ingress.ControllerName),
 		opts,
@@ -77,6 +80,7 @@ func newCleanupController(_ context.Context, cc ControllerContext) (Controller, 
 		return nil, err
 	}
 	return cleanup.NewController(
+		cc.ManagedInformerFactory(),
 		cc.InformerFactory,
 		cc.CRDInformerFactory,
 		client,
@@ -96,15 +100,15 @@ func newPipelineController(_ context.Context, cc ControllerContext) (Controller,
 	if err != nil {
 		return nil, err
 	}
-	core := cc.InformerFactory.Core().V1()
+	managed := cc.ManagedInformerFactory()
 	return pipeline.NewController(
 		cc.CRDInformerFactory.Pipeline().V1beta1().Pipelines(),
-		cc.InformerFactory.Apps().V1().Deployments(),
-		core.Services(),
-		core.PersistentVolumeClaims(),
-		core.PersistentVolumes(),
-		core.Namespaces(),
-		core.Nodes(),
+		managed.Apps().V1().Deployments(),
+		managed.Core().V1().Services(),
+		managed.Core().V1().PersistentVolumeClaims(),
+		managed.Core().V1().PersistentVolumes(),
+		cc.MetadataInformerFactory.ForResource(corev1.SchemeGroupVersion.WithResource("namespaces")),
+		cc.MetadataInformerFactory.ForResource(corev1.SchemeGroupVersion.WithResource("nodes")),
 		kubeClient,
 		crdClient,
 		cc.EventRecorder(pipeline.ControllerName),
@@ -130,11 +134,15 @@ func newAppController(_ context.Context, cc ControllerContext) (Controller, erro
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = appcontroller.PodSelector().String() }),
 		informers.WithTransform(appcontroller.TransformPod),
 	)
+	// Its children, Services included, from the selected factory, even
+	// beside the Ingress controller's unselected Services: those are cut
+	// down to what that controller reads.
+	managed := cc.ManagedInformerFactory()
 	return appcontroller.NewController(
 		cc.CRDInformerFactory.App().V1beta1().Apps(),
-		cc.InformerFactory.Apps().V1().Deployments(),
-		cc.InformerFactory.Core().V1().Services(),
-		cc.InformerFactory.Networking().V1().Ingresses(),
+		managed.Apps().V1().Deployments(),
+		managed.Core().V1().Services(),
+		managed.Networking().V1().Ingresses(),
 		pods.Core().V1().Pods(),
 		kubeClient,
 		appClient,

@@ -26,12 +26,16 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/pkg/controller"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	crdinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions"
 )
@@ -62,6 +66,10 @@ type ControllerContext struct {
 	// CRDInformerFactory is the one shared factory for this project's own
 	// API groups (App, Pipeline).
 	CRDInformerFactory crdinformers.SharedInformerFactory
+	// MetadataInformerFactory is the one shared factory of metadata-only
+	// informers, for kinds a controller reads only the metadata of
+	// (Namespaces, Nodes), cluster-wide.
+	MetadataInformerFactory metadatainformer.SharedInformerFactory
 	// Options holds every controller's options.
 	Options *options.Options
 
@@ -113,6 +121,21 @@ func (c ControllerContext) customResourceConfig(controller string) *rest.Config 
 func (c ControllerContext) FilteredInformerFactory(name string, opts ...informers.SharedInformerOption) informers.SharedInformerFactory {
 	return c.filtered.get(name, opts)
 }
+
+// ManagedInformerFactory returns the informer factory of the children: it
+// lists and watches only objects with controller.ManagedByLabel, so its
+// caches grow with what the manager manages, not with the cluster. Every
+// controller reads its children's kinds from it; a same-name object without
+// the label (a blocker) is read live and watched alone (controller.BlockerWatches).
+func (c ControllerContext) ManagedInformerFactory() informers.SharedInformerFactory {
+	return c.filtered.get(managedFactoryName, []informers.SharedInformerOption{
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedSelector }),
+	})
+}
+
+const managedFactoryName = "managed"
+
+var managedSelector = labels.SelectorFromSet(labels.Set{controller.ManagedByLabel: controller.ManagedByValue}).String()
 
 // filteredFactories are the factories of FilteredInformerFactory, by name.
 type filteredFactories struct {

@@ -27,10 +27,12 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/pkg/controller"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
@@ -149,5 +151,38 @@ func TestBlockerGoneAfterTheRetryBudgetUnblocksTheApp(t *testing.T) {
 	}
 	for _, b := range blockers {
 		e.waitConverged(b.app.Name)
+	}
+}
+
+// A child that loses the managed-by label (someone edited it away) leaves
+// the selected cache; the App finds it again by its Create's AlreadyExists,
+// sees it controls it, and puts the label back: the same object, not a
+// blocker.
+func TestChildThatLostTheManagedByLabelIsRelabelled(t *testing.T) {
+	e := setup(t, nil)
+	ctx := context.Background()
+	e.create(newApp("relabel", true, false))
+	e.waitConverged("relabel")
+	before, err := e.kube.AppsV1().Deployments(e.ns).Get(ctx, "relabel", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"metadata":{"labels":{"` + controller.ManagedByLabel + `":null}}}`)
+	if _, err := e.kube.AppsV1().Deployments(e.ns).Patch(ctx, "relabel", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, unblockedWithin, "the Deployment labelled again", func(ctx context.Context) (bool, error) {
+		d, err := e.kube.AppsV1().Deployments(e.ns).Get(ctx, "relabel", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if d.UID != before.UID {
+			t.Fatalf("the Deployment was replaced: uid %s, was %s", d.UID, before.UID)
+		}
+		return d.Labels[controller.ManagedByLabel] == controller.ManagedByValue, nil
+	})
+	app := e.waitConverged("relabel")
+	if c := meta.FindStatusCondition(app.Status.Conditions, appv1beta1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
+		t.Errorf("App Degraded by its own child: %s", c.Message)
 	}
 }

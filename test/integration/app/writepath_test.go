@@ -18,10 +18,10 @@ package app
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -112,15 +112,17 @@ func TestChildWritePath(t *testing.T) {
 		t.Fatalf("at rest after the apply: %v, %v; want no write", write, err)
 	}
 
-	// A same-name object the cache has not seen: the create fails, and the
-	// object is left as it was.
+	// A same-name object the cache does not hold (not labelled, or not seen
+	// yet): the create fails, one live GET names the holder, and the object
+	// is left as it was.
 	blocker, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "taken"},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"user": "mine"}, Ports: []corev1.ServicePort{{Port: 81}}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := services.Apply(ctx, owner, desired("taken", fewer), nil); !apierrors.IsAlreadyExists(err) || !controller.IsTransient(err) {
-		t.Fatalf("creating over an uncached object: %v, want AlreadyExists", err)
+	var notOwned *controller.NotOwnedError
+	if _, _, err := services.Apply(ctx, owner, desired("taken", fewer), nil); !errors.As(err, &notOwned) {
+		t.Fatalf("creating over an uncached object: %v, want NotOwnedError", err)
 	}
 	got, err := client.CoreV1().Services(ns).Get(ctx, "taken", metav1.GetOptions{})
 	if err != nil {
@@ -128,5 +130,24 @@ func TestChildWritePath(t *testing.T) {
 	}
 	if got.ResourceVersion != blocker.ResourceVersion || len(got.OwnerReferences) != 0 {
 		t.Errorf("the uncached object was written: resourceVersion %s -> %s, owners %v", blocker.ResourceVersion, got.ResourceVersion, got.OwnerReferences)
+	}
+
+	// The owner's own child that lost the managed-by label (edited away, or
+	// made by an older version) is out of the selected cache: the create
+	// finds it, and the apply puts the label back instead of reporting it.
+	own, _, err := services.Apply(ctx, owner, desired("unlabelled", fewer), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(own.Labels, controller.ManagedByLabel)
+	if own, err = client.CoreV1().Services(ns).Update(ctx, own, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	relabelled, write, err := services.Apply(ctx, owner, desired("unlabelled", fewer), nil)
+	if err != nil || write != controller.Updated {
+		t.Fatalf("our own child without the label: %v, %v; want it updated", write, err)
+	}
+	if relabelled.UID != own.UID || relabelled.Labels[controller.ManagedByLabel] != controller.ManagedByValue {
+		t.Errorf("after the apply: uid %s (was %s), labels %v; want the same object, labelled", relabelled.UID, own.UID, relabelled.Labels)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -431,13 +432,16 @@ func TestSweeperSharesTheInformers(t *testing.T) {
 	framework.Eventually(t, 30*time.Second, "the first sweep, once every cache has synced", func(context.Context) (bool, error) {
 		return sweeps(t) > before, nil
 	})
+	// Children's kinds through the informers selected by the managed-by
+	// label; Services also unselected, for the Ingress controller's inputs.
+	managed := "?labelSelector=" + url.QueryEscape(controller.ManagedByLabel+"="+controller.ManagedByValue)
 	for _, path := range []string{
-		"/apis/apps/v1/deployments", "/api/v1/services", "/apis/networking.k8s.io/v1/ingresses",
-		"/api/v1/persistentvolumeclaims", "/api/v1/persistentvolumes",
+		"/apis/apps/v1/deployments" + managed, "/api/v1/services" + managed, "/apis/networking.k8s.io/v1/ingresses" + managed,
+		"/api/v1/persistentvolumeclaims" + managed, "/api/v1/persistentvolumes" + managed, "/api/v1/services",
 		"/apis/ingress.example.com/v1beta1/apps", "/apis/distri-infer.ndsl.cn/v1beta1/pipelines",
 	} {
 		if n := syncs.count(path); n != 1 {
-			t.Errorf("%s was listed %d times by the manager, want 1: one shared informer per kind", path, n)
+			t.Errorf("%s was listed %d times by the manager, want 1: one shared informer per kind and selector", path, n)
 		}
 	}
 }
@@ -466,7 +470,11 @@ func countInitialSyncs(cfg *rest.Config) (*rest.Config, *initialSyncs) {
 			if err == nil && resp.StatusCode == http.StatusOK && req.Method == http.MethodGet &&
 				(q.Get("watch") == "" || q.Get("sendInitialEvents") == "true") {
 				s.mu.Lock()
-				s.byPath[req.URL.Path]++
+				path := req.URL.Path
+				if selector := q.Get("labelSelector"); selector != "" {
+					path += "?labelSelector=" + url.QueryEscape(selector)
+				}
+				s.byPath[path]++
 				s.mu.Unlock()
 			}
 			return resp, err
