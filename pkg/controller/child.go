@@ -197,18 +197,8 @@ func (c *Children[T, AC]) update(ctx context.Context, desired AC, want map[strin
 	}
 
 	client := c.client(live.GetNamespace())
-	// A child only created so far: its Create's "Update" entry becomes this
-	// manager's "Apply" entry (client-go's csaupgrade, as kubectl does), so
-	// that the apply below removes the fields it no longer sets. The patch
-	// holds only for live's resourceVersion.
-	upgrade, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(FieldManager), FieldManager)
-	if err != nil {
-		return none, Updated, fmt.Errorf("moving the fields of %s %s to this manager's apply: %w", c.Kind, klog.KObj(live), err)
-	}
-	if upgrade != nil {
-		if _, err := client.Patch(ctx, live.GetName(), types.JSONPatchType, upgrade, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
-			return none, Updated, err
-		}
+	if err := c.upgradeCreated(ctx, client, live); err != nil {
+		return none, Updated, err
 	}
 	// The UID makes the apply an update of the cached child only: the API
 	// server refuses it (uid mismatch, or uid immutable) when the child has
@@ -223,6 +213,36 @@ func (c *Children[T, AC]) update(ctx context.Context, desired AC, want map[strin
 	}
 	klog.FromContext(ctx).V(2).Info("Updated child", "kind", c.Kind, "child", klog.KObj(written))
 	return written, Updated, nil
+}
+
+// upgradeCreated moves the Create's "Update" entry of a child only created
+// so far to this manager's "Apply" entry (client-go's csaupgrade, as kubectl
+// does), so that the apply that follows removes the fields it no longer sets.
+// The cache keeps only this manager's entries, and not the Create's fields
+// (TrimManagedFields), while the patch rewrites the whole list: it is
+// computed from the child read live, once in the child's life, and holds
+// only for the resourceVersion read.
+func (c *Children[T, AC]) upgradeCreated(ctx context.Context, client ChildClient[T, AC], cached T) error {
+	if own, err := ownershipOf(cached); err != nil || !own.created {
+		return err
+	}
+	live, err := client.Get(ctx, cached.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && live.GetUID() != cached.GetUID()) {
+		// Gone or replaced since the cache saw it: the retry sees what is there.
+		return apierrors.NewConflict(c.Resource, cached.GetName(), fmt.Errorf("%s %s changed since it was cached", c.Kind, klog.KObj(cached)))
+	}
+	if err != nil {
+		return err
+	}
+	upgrade, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(FieldManager), FieldManager)
+	if err != nil {
+		return fmt.Errorf("moving the fields of %s %s to this manager's apply: %w", c.Kind, klog.KObj(live), err)
+	}
+	if upgrade == nil {
+		return nil
+	}
+	_, err = client.Patch(ctx, live.GetName(), types.JSONPatchType, upgrade, metav1.PatchOptions{FieldManager: FieldManager})
+	return err
 }
 
 // create creates the child the cache does not hold, from desired fields. A

@@ -82,8 +82,12 @@ func TestChildWritePath(t *testing.T) {
 		t.Fatalf("a created child at rest: %v, %v; want no write", write, err)
 	}
 
-	// Another manager labels and annotates it.
-	live = live.DeepCopy()
+	// Another manager labels and annotates it, as kubectl edit does: from the
+	// object read live (the cache holds only this manager's managedFields).
+	live, err = client.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	live.Labels["team"] = "shop"
 	live.Annotations["note"] = "hand-added"
 	edited, err := client.CoreV1().Services(ns).Update(ctx, live, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
@@ -106,6 +110,19 @@ func TestChildWritePath(t *testing.T) {
 	}
 	if v, ok := applied.Annotations[controller.CreatedAnnotation]; ok {
 		t.Errorf("the apply kept %s=%s", controller.CreatedAnnotation, v)
+	}
+	// The cache holds neither kubectl-edit's entry nor the Create's fields:
+	// the move to an Apply entry, which rewrites the whole list, kept the one
+	// and moved the other.
+	entries := map[string]metav1.ManagedFieldsOperationType{}
+	for _, mf := range applied.ManagedFields {
+		entries[mf.Manager] = mf.Operation
+	}
+	if entries["kubectl-edit"] != metav1.ManagedFieldsOperationUpdate || entries[controller.FieldManager] != metav1.ManagedFieldsOperationApply || len(entries) != 2 {
+		t.Errorf("managedFields after the apply: %v; want kubectl-edit's Update kept and one Apply of %s", entries, controller.FieldManager)
+	}
+	if trimmed := cached("web", applied.ResourceVersion); len(trimmed.ManagedFields) != 1 || trimmed.ManagedFields[0].FieldsV1 == nil {
+		t.Errorf("the cache holds managedFields %v; want only this manager's Apply entry, with its fields", trimmed.ManagedFields)
 	}
 	live = cached("web", applied.ResourceVersion)
 	if _, write, err := services.Apply(ctx, owner, desired("web", fewer), live); err != nil || write != controller.Unchanged {
