@@ -48,6 +48,10 @@ import (
 // ControllerName is the name used by --controllers, the queue and metrics.
 const ControllerName = "app"
 
+// childBatchPeriod delays the reconcile a child's or a pod's event asks for,
+// so that one reconcile answers a burst of them.
+const childBatchPeriod = time.Second
+
 var appsResource = appv1beta1.SchemeGroupVersion.WithResource("apps").GroupResource()
 
 // Controller keeps every App's Deployment, Service and Ingress as its spec
@@ -128,10 +132,13 @@ func NewController(
 	if err := c.Handle(apps.Informer(), controller.EnqueueObject(c.Queue)); err != nil {
 		return nil, err
 	}
-	// Children, mapped to the App that controls them.
+	// Children, mapped to the App that controls them, batched: the deployment
+	// controller and the kubelets change a Deployment's status in bursts, and
+	// one reconcile after the burst writes the App's status once for it.
 	owner := appv1beta1.SchemeGroupVersion.WithKind("App").GroupKind()
+	batched := controller.Batched(c.Queue, childBatchPeriod)
 	for _, informer := range []cache.SharedIndexInformer{deployments.Informer(), services.Informer(), ingresses.Informer()} {
-		if err := c.Handle(informer, controller.EnqueueControllerOf(c.Queue, owner, false)); err != nil {
+		if err := c.Handle(informer, controller.EnqueueControllerOf(batched, owner, false)); err != nil {
 			return nil, err
 		}
 		// A same-name object the App does not control blocks its child,
@@ -142,7 +149,7 @@ func NewController(
 	}
 	// Pods, mapped to their App by its labels, on the changes that can
 	// change why they are unavailable.
-	podHandler := controller.EnqueueMapped(c.Queue, c.appOfPod)
+	podHandler := controller.EnqueueMapped(batched, c.appOfPod)
 	enqueueUpdate := podHandler.UpdateFunc
 	podHandler.UpdateFunc = func(oldObj, newObj any) {
 		if podChanged(oldObj, newObj) {
