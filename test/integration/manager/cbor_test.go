@@ -86,7 +86,10 @@ func TestCustomResourcesInCBOR(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cbor.Stop()
-	framework.RequireCRDs(t, cbor.Config)
+	// Not RequireCRDs: that installs them once per binary, on the shared control plane.
+	if err := framework.InstallCRDs(ctx, cbor.Config); err != nil {
+		t.Fatal(err)
+	}
 	ns := framework.CreateNamespace(t, cbor.Client)
 
 	var rec crRecorder
