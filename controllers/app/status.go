@@ -155,8 +155,12 @@ func rollout(d *appsv1.Deployment, name string) (metav1.ConditionStatus, string,
 	if d == nil {
 		return metav1.ConditionFalse, appv1beta1.ReasonResourceMissing, "Deployment " + name + " does not exist"
 	}
+	// Until the deployment controller observes a new spec, its status is the
+	// old spec's: the replicas are as good as not updated. One message for
+	// both, so that its first look at a new Deployment writes nothing.
+	const notUpdated = "Waiting for replicas to be updated"
 	if d.Generation > d.Status.ObservedGeneration {
-		return metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "Waiting for the deployment controller to observe the Deployment's latest spec"
+		return metav1.ConditionTrue, appv1beta1.ReasonRollingOut, notUpdated
 	}
 	for _, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
@@ -166,7 +170,7 @@ func rollout(d *appsv1.Deployment, name string) (metav1.ConditionStatus, string,
 	replicas := ptr.Deref(d.Spec.Replicas, 1)
 	switch {
 	case d.Status.UpdatedReplicas < replicas:
-		return metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "Waiting for replicas to be updated"
+		return metav1.ConditionTrue, appv1beta1.ReasonRollingOut, notUpdated
 	case d.Status.Replicas > d.Status.UpdatedReplicas:
 		return metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "Waiting for old replicas to terminate"
 	case d.Status.AvailableReplicas < d.Status.UpdatedReplicas:

@@ -81,7 +81,7 @@ func TestAppStatus(t *testing.T) {
 			obs:             observed{deployment: deployment(3, 1, appsv1.DeploymentStatus{}), service: svc, ingress: ingress("web.shop.example.com")},
 			wantURL:         "http://web.shop.example.com/",
 			wantReady:       wantCondition{metav1.ConditionFalse, appv1beta1.ReasonReplicasUnavailable, "0 of 3 replicas available"},
-			wantProgressing: wantCondition{metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "observe"},
+			wantProgressing: wantCondition{metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "replicas to be updated"},
 			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
 		},
 		{
@@ -250,6 +250,21 @@ func TestAppStatusIsStable(t *testing.T) {
 	// The App's own status is not modified in place.
 	if c := meta.FindStatusCondition(app.Status.Conditions, appv1beta1.ConditionReady); c.Status != metav1.ConditionFalse {
 		t.Error("appStatus modified the App's conditions")
+	}
+}
+
+// The deployment controller's first look at a new Deployment (it observes
+// the generation and makes the ReplicaSet, no replica yet) is no news for
+// the App: its status, written when it created the Deployment, stands.
+func TestAppStatusStandsWhenTheDeploymentIsFirstObserved(t *testing.T) {
+	app := testApp()
+	obs := observed{deployment: deployment(3, 1, appsv1.DeploymentStatus{}), service: &corev1.Service{}, ingress: ingress("h")}
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	app.Status = appStatus(app, obs, t0)
+
+	obs.deployment = deployment(3, 1, appsv1.DeploymentStatus{ObservedGeneration: 1})
+	if again := appStatus(app, obs, metav1.NewTime(t0.Add(time.Second))); !apiequality.Semantic.DeepEqual(again, app.Status) {
+		t.Fatalf("the deployment controller's first look changed the status, a write for no news:\n%+v\n%+v", app.Status, again)
 	}
 }
 
