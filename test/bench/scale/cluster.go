@@ -191,23 +191,31 @@ func (c *cluster) revision(ctx context.Context) (int64, error) {
 }
 
 // waitQuiet waits until the cluster writes less than maxRate objects per
-// second over 3 seconds: kube-controller-manager, the scheduler and kwok
-// have caught up with the last phase. It returns the last rate seen; a
-// timeout is logged, not an error.
+// second over 3 seconds, and serves less than one live GET of the counted
+// resources per second: kube-controller-manager, the scheduler and kwok
+// have caught up with the last phase (the garbage collector GETs the owners
+// of what a deleted namespace held for a while after it is gone, which
+// would count as the next measurement's). It returns the last write rate
+// seen; a timeout is logged, not an error.
 func (c *cluster) waitQuiet(ctx context.Context, maxRate float64, timeout time.Duration) (float64, error) {
 	type point struct {
-		at  time.Time
-		rev int64
+		at   time.Time
+		rev  int64
+		gets float64
 	}
 	var points []point
-	rate := -1.0
+	rate, getRate := -1.0, -1.0
 	begin := time.Now()
 	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		rev, err := c.revision(ctx)
 		if err != nil {
 			return false, nil
 		}
-		points = append(points, point{time.Now(), rev})
+		gets, err := c.liveGets(ctx)
+		if err != nil {
+			return false, nil
+		}
+		points = append(points, point{time.Now(), rev, gets})
 		for len(points) > 1 && points[len(points)-1].at.Sub(points[1].at) >= 3*time.Second {
 			points = points[1:]
 		}
@@ -216,13 +224,14 @@ func (c *cluster) waitQuiet(ctx context.Context, maxRate float64, timeout time.D
 			return false, nil
 		}
 		rate = float64(last.rev-first.rev) / last.at.Sub(first.at).Seconds()
-		return rate < maxRate, nil
+		getRate = (last.gets - first.gets) / last.at.Sub(first.at).Seconds()
+		return rate < maxRate && getRate < 1, nil
 	})
 	if ctx.Err() != nil {
 		return rate, ctx.Err()
 	}
 	if err != nil {
-		klog.FromContext(ctx).Info("The cluster did not get quiet; going on", "writesPerSecond", rate, "waited", time.Since(begin).Round(time.Second))
+		klog.FromContext(ctx).Info("The cluster did not get quiet; going on", "writesPerSecond", rate, "liveGetsPerSecond", getRate, "waited", time.Since(begin).Round(time.Second))
 	} else {
 		klog.FromContext(ctx).V(1).Info("Cluster quiet", "writesPerSecond", rate, "waited", time.Since(begin).Round(time.Second))
 	}
