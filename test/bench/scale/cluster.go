@@ -136,6 +136,9 @@ func clientConfigs(admin *rest.Config) (kube, crd *rest.Config) {
 	kube.ContentType = "application/vnd.kubernetes.protobuf"
 	kube.AcceptContentTypes = kube.ContentType + ",application/json"
 	kube.UserAgent = "bench-scale"
+	// The benchmark writes v1beta1 on purpose: its deprecation warning, once
+	// per request, would be most of the log.
+	kube.WarningHandler = rest.NoWarnings{}
 	crd = rest.CopyConfig(kube)
 	crd.ContentType = "application/json"
 	crd.AcceptContentTypes = "application/json"
