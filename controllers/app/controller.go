@@ -34,7 +34,6 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	networkinginformers "k8s.io/client-go/informers/networking/v1"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -69,7 +68,7 @@ type Controller struct {
 	ingresses   *controller.Ingresses
 	// pods holds the App's pods, cut down by TransformPod, for the reason
 	// they are unavailable; read only.
-	pods corelisters.PodLister
+	pods cache.Indexer
 
 	consistency *controller.ConsistencyStore
 	now         func() time.Time
@@ -100,7 +99,7 @@ func NewController(
 		deployments: controller.NewDeployments(deployments, kubeClient),
 		services:    controller.NewServices(services, kubeClient),
 		ingresses:   controller.NewIngresses(ingresses, kubeClient),
-		pods:        pods.Lister(),
+		pods:        pods.Informer().GetIndexer(),
 		consistency: controller.NewConsistencyStore(map[schema.GroupResource]cache.Store{
 			appsResource:                       apps.Informer().GetStore(),
 			appsv1.Resource("deployments"):     deployments.Informer().GetStore(),
@@ -115,6 +114,9 @@ func NewController(
 		services.Informer().HasSynced,
 		ingresses.Informer().HasSynced,
 		pods.Informer().HasSynced,
+	}
+	if err := addPodIndex(pods.Informer()); err != nil {
+		return nil, err
 	}
 	c.Reconcile = c.sync
 	// The children's informers hold only labelled objects: a same-name

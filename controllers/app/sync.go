@@ -100,11 +100,9 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		if err != nil {
 			return controller.Result{}, fmt.Errorf("reading the selector of Deployment %s: %w", key, err)
 		}
-		pods, err := c.pods.Pods(app.Namespace).List(selector)
-		if err != nil {
-			return controller.Result{}, fmt.Errorf("listing the pods of App %s from the cache: %w", key, err)
+		if obs.pods, err = appPods(c.pods, app, selector); err != nil {
+			return controller.Result{}, fmt.Errorf("reading the pods of App %s from the cache: %w", key, err)
 		}
-		obs.pods = podsOf(app, pods)
 	}
 
 	writes.record(c.recorder, app)
