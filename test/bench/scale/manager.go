@@ -119,7 +119,7 @@ type inProcessManager struct {
 	m *framework.Manager
 }
 
-func startInProcessManager(ctx context.Context, admin *rest.Config) (*inProcessManager, error) {
+func startInProcessManager(ctx context.Context, admin *rest.Config, mutate ...func(*options.Options)) (*inProcessManager, error) {
 	// The manager's own flags would set these; the in-process manager gets
 	// the same client settings as the binary.
 	cfg := rest.CopyConfig(admin)
@@ -128,6 +128,9 @@ func startInProcessManager(ctx context.Context, admin *rest.Config) (*inProcessM
 	m, err := framework.RunManager(ctx, cfg, app.NewRegistry(), func(o *options.Options) {
 		o.Generic.KubeAPIQPS = -1
 		o.App.IngressDomain = ingressDomain
+		for _, f := range mutate {
+			f(o)
+		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the in-process manager: %w", err)

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 )
 
 // scenarioNameProfile converges a share of scenarios 1-3 again with the
@@ -95,7 +97,61 @@ func scenarioProfile(ctx context.Context, c *cluster, cfg config, res *results) 
 		}
 		res.profiles[r.name] = p
 	}
+	if cfg.has(scenarioNameSteady) {
+		if _, err := m.Terminate(time.Minute); err != nil {
+			return fmt.Errorf("stopping the profiled manager: %w", err)
+		}
+		p, err := profileSteady(ctx, c, pcfg)
+		if err != nil {
+			return err
+		}
+		res.profiles[scenarioNameSteady] = p
+	}
 	return nil
+}
+
+// profileSteady profiles a fresh in-process manager with the steady
+// scenario's resync period over everything in the cluster, for three
+// resync periods once it is ready and idle: where the no-op reconciles and
+// the informers' resyncs spend their CPU.
+func profileSteady(ctx context.Context, c *cluster, cfg config) (profileResult, error) {
+	logger := klog.FromContext(ctx)
+	m, err := startInProcessManager(ctx, c.config, func(o *options.Options) { o.Generic.MinResyncPeriod = cfg.resync })
+	if err != nil {
+		return profileResult{}, err
+	}
+	defer func() { _, _ = m.Terminate(time.Minute) }()
+	if err := waitManagerReady(ctx, m, 10*time.Minute, 3*time.Second); err != nil {
+		return profileResult{}, err
+	}
+	c0, err := m.Counters(ctx)
+	if err != nil {
+		return profileResult{}, err
+	}
+	d := 3 * cfg.resync
+	logger.Info("Profiling the steady state", "duration", d, "resync", cfg.resync)
+	stop, err := startProfile(cfg, scenarioNameSteady)
+	if err != nil {
+		return profileResult{}, err
+	}
+	t0 := time.Now()
+	select {
+	case <-ctx.Done():
+		stop()
+		return profileResult{}, ctx.Err()
+	case <-time.After(d):
+	}
+	stop()
+	c1, err := m.Counters(ctx)
+	if err != nil {
+		return profileResult{}, err
+	}
+	p := profileResult{file: profilePath(cfg, scenarioNameSteady),
+		conv: convergence{n: int(c1.Reconciles - c0.Reconciles), elapsed: time.Since(t0)}}
+	if p.summary, p.top, err = profileTop(ctx, p.file, profileTopEntries); err != nil {
+		p.summary = "go tool pprof failed: " + err.Error()
+	}
+	return p, nil
 }
 
 // profileTop runs `go tool pprof -top` on file without the benchmark's own

@@ -476,6 +476,9 @@ func markdown(res *results) string {
 			}
 			fmt.Fprintf(&b, "- %s, %d objects converged in %s (`%s`; %s): %s.\n", name, p.conv.n, secs(p.conv.elapsed), p.file, p.summary, strings.Join(p.top, "; "))
 		}
+		if p, ok := res.profiles[scenarioNameSteady]; ok {
+			fmt.Fprintf(&b, "- steady state, a fresh manager with --min-resync-period=%s, %d reconciles in %s once idle (`%s`; %s): %s.\n", cfg.resync, p.conv.n, secs(p.conv.elapsed), p.file, p.summary, strings.Join(p.top, "; "))
+		}
 	}
 	if a := res.admission; a != nil {
 		fmt.Fprintf(&b, "\n**Admission latency** (%d sequential App creates each, one client, a webhooks-only manager on loopback, the manifests' webhook configurations pointed at it): "+
