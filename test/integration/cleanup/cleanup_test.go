@@ -464,7 +464,7 @@ func countInitialSyncs(cfg *rest.Config) (*rest.Config, *initialSyncs) {
 	s := &initialSyncs{byPath: map[string]int{}}
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTrip(func(req *http.Request) (*http.Response, error) {
+		return framework.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(req)
 			q := req.URL.Query()
 			if err == nil && resp.StatusCode == http.StatusOK && req.Method == http.MethodGet &&
@@ -483,6 +483,3 @@ func countInitialSyncs(cfg *rest.Config) (*rest.Config, *initialSyncs) {
 	return out, s
 }
 
-type roundTrip func(*http.Request) (*http.Response, error)
-
-func (f roundTrip) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

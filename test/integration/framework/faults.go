@@ -45,7 +45,7 @@ func InjectConflicts(cfg *rest.Config, n int, match func(*http.Request) bool) (*
 	inj.left.Store(int32(n))
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if inj.match(req) && inj.left.Add(-1) >= 0 {
 				inj.injected.Add(1)
 				return conflictResponse(req)

@@ -227,7 +227,7 @@ func CountWrites(cfg *rest.Config) (*rest.Config, *WriteCounter) {
 	c := &WriteCounter{byPath: map[string]int{}, reads: map[string]int{}}
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			switch req.Method {
 			case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 				c.mu.Lock()
@@ -247,9 +247,11 @@ func CountWrites(cfg *rest.Config) (*rest.Config, *WriteCounter) {
 	return out, c
 }
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
+// RoundTripFunc is a function as an http.RoundTripper, for the tests that
+// wrap a client's transport to count or fail its requests.
+type RoundTripFunc func(*http.Request) (*http.Response, error)
 
-func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+func (f RoundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // Eventually polls cond every 100ms until it returns true, failing the test
 // with msg after timeout. cond's error is reported, not fatal, while polling.

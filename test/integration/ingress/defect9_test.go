@@ -91,7 +91,7 @@ func TestNoDeletedIngressEventWhenTheDeleteFindsNothing(t *testing.T) {
 	var raced atomic.Int32
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTrip(func(req *http.Request) (*http.Response, error) {
+		return framework.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method == http.MethodDelete && strings.HasSuffix(req.URL.Path, "/namespaces/"+ns+"/ingresses/raced") {
 				if err := client.NetworkingV1().Ingresses(ns).Delete(req.Context(), "raced", metav1.DeleteOptions{}); err != nil {
 					t.Errorf("deleting the Ingress ahead of the manager: %v", err)
@@ -147,6 +147,3 @@ func TestNoDeletedIngressEventWhenTheDeleteFindsNothing(t *testing.T) {
 	}
 }
 
-type roundTrip func(*http.Request) (*http.Response, error)
-
-func (f roundTrip) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

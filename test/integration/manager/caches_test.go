@@ -50,7 +50,7 @@ type listRecorder struct {
 func (r *listRecorder) wrap(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
+		return framework.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method == http.MethodGet {
 				if resource, ok := collectionOf(req.URL.Path); ok {
 					q := req.URL.Query()
@@ -68,9 +68,6 @@ func (r *listRecorder) wrap(cfg *rest.Config) *rest.Config {
 	return out
 }
 
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // collectionOf returns the resource a path lists: /api/v1/services,
 // /apis/apps/v1/namespaces/x/deployments; not a named object.

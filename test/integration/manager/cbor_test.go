@@ -51,7 +51,7 @@ type crRecorder struct {
 }
 
 func (r *crRecorder) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTrip(func(req *http.Request) (*http.Response, error) {
+	return framework.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		resp, err := rt.RoundTrip(req)
 		if err == nil && strings.Contains(req.URL.Path, "/apis/"+appv1beta1.SchemeGroupVersion.Group+"/") {
 			r.mu.Lock()
@@ -69,9 +69,6 @@ func (r *crRecorder) all() []crExchange {
 	return append([]crExchange(nil), r.exchanges...)
 }
 
-type roundTrip func(*http.Request) (*http.Response, error)
-
-func (f roundTrip) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // With --custom-resource-content-type=application/cbor, on an API server
 // with CBORServingAndStorage, the App controller lists, watches and writes
