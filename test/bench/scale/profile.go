@@ -31,8 +31,9 @@ import (
 )
 
 // scenarioNameProfile converges a share of scenarios 1-3 again with the
-// manager in this process under a CPU profile: the binary has no pprof
-// endpoint, and profiling it from outside (perf) needs privileges.
+// manager in this process under a CPU profile, and writes a heap profile
+// after each: the binary has no pprof endpoint, and profiling it from
+// outside (perf) needs privileges.
 const scenarioNameProfile = "profile"
 
 // profileTopEntries is how many functions of each profile the report shows.
