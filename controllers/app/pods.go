@@ -70,7 +70,8 @@ func TransformPod(obj any) (any, error) {
 		return tombstone, nil
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
-		return strippedPod(pod), nil
+		// Compact shares the strings every pod of a Deployment repeats.
+		return controller.Compact(strippedPod(pod))
 	}
 	return obj, nil
 }

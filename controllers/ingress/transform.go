@@ -22,6 +22,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
 // annotationPrefix is the prefix of every annotation the controller reads.
@@ -65,5 +67,6 @@ func TransformService(obj any) (any, error) {
 			lean.Spec.Ports = append(lean.Spec.Ports, corev1.ServicePort{Name: p.Name, Port: p.Port})
 		}
 	}
-	return lean, nil
+	// Namespaces and annotation keys repeat across Services: one copy each.
+	return controller.Compact(lean)
 }

@@ -183,15 +183,15 @@ func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desire
 
 // update applies desired to live, a child owner controls, when they differ.
 // sum identifies desired for the verdict memo.
-func (c *Children[T, AC]) update(ctx context.Context, desired AC, want map[string]any, sum [32]byte, live T) (T, Write, error) {
+func (c *Children[T, AC]) update(ctx context.Context, desired AC, want map[string]any, desiredSum digest, live T) (T, Write, error) {
 	var none T
 	same, err := upToDate(want, live)
 	if err != nil {
 		return none, Unchanged, fmt.Errorf("comparing the cached %s %s with the desired one: %w", c.Kind, klog.KObj(live), err)
 	}
 	if same {
-		if c.verdicts != nil && sum != ([32]byte{}) {
-			c.verdicts.remember(live, sum)
+		if c.verdicts != nil && desiredSum != (digest{}) {
+			c.verdicts.remember(live, desiredSum)
 		}
 		return live, Unchanged, nil
 	}
@@ -293,7 +293,7 @@ func (c *Children[T, AC]) blocked(ctx context.Context, owner metav1.Object, desi
 			return holder, Unchanged, nil
 		}
 		// Not remembered: the holder came from a live read, not the cache.
-		return c.update(ctx, desiredAC, desired, [32]byte{}, holder)
+		return c.update(ctx, desiredAC, desired, digest{}, holder)
 	}
 	if c.blockers != nil {
 		c.blockers.blocked(ctx, c.Resource, holder, Key{Namespace: owner.GetNamespace(), Name: owner.GetName()}, client.Watch)

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// TrimManagedFields is the informers' transform: it drops managedFields,
+// TrimManagedFields, the first step of the informers' transform (Compact), drops managedFields,
 // often the largest part of an object, from every object but this manager's
 // own children. Of those it keeps only this manager's entries, which is all
 // drift needs (upToDate): the fields of its "Apply" entry, and that an

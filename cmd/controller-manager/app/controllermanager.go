@@ -298,14 +298,14 @@ func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
 	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
 		informers.WithTransform(unselectedTransform))
 	cc.InformerFactory = kubeFactory
-	cc.filtered = newFilteredFactories(kubeClient, resync, informers.WithTransform(controller.TrimManagedFields))
+	cc.filtered = newFilteredFactories(kubeClient, resync, informers.WithTransform(controller.Compact))
 
 	crdClient, err := versioned.NewForConfig(cc.customResourceConfig("shared-informers"))
 	if err != nil {
 		return cc, nil, fmt.Errorf("building the custom resource informers' client: %w", err)
 	}
 	crdFactory := crdinformers.NewSharedInformerFactoryWithOptions(crdClient, resync,
-		crdinformers.WithTransform(controller.TrimManagedFields))
+		crdinformers.WithTransform(controller.Compact))
 	cc.CRDInformerFactory = crdFactory
 
 	metadataClient, err := metadata.NewForConfig(cc.ClientConfig("shared-informers"))
@@ -313,7 +313,7 @@ func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
 		return cc, nil, fmt.Errorf("building the metadata informers' client: %w", err)
 	}
 	metadataFactory := metadatainformer.NewSharedInformerFactoryWithOptions(metadataClient, resync,
-		metadatainformer.WithTransform(controller.TrimManagedFields))
+		metadatainformer.WithTransform(controller.Compact))
 	cc.MetadataInformerFactory = metadataFactory
 
 	factories := []factory{

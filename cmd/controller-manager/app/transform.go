@@ -36,5 +36,5 @@ func unselectedTransform(obj any) (any, error) {
 	if _, ok := target.(*corev1.Service); ok {
 		return ingress.TransformService(obj)
 	}
-	return controller.TrimManagedFields(obj)
+	return controller.Compact(obj)
 }

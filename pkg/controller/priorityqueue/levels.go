@@ -34,6 +34,10 @@ type levels[T comparable] struct {
 	// Typed has not yet pushed or touched. Taking the highest means that
 	// of two adds racing for one key, the high one always wins.
 	requested map[T]Priority
+	// peak is the most keys queued since queued was made: a Go map keeps
+	// its size after a burst drains, so a queue emptied after holding many
+	// keys (a convergence, a resync) gets new maps.
+	peak int
 	// depth reports the length of each FIFO; nil for an unnamed queue.
 	depth *depthGauges
 }
@@ -75,7 +79,22 @@ func (l *levels[T]) Push(item T) {
 		p = High
 	}
 	l.queued[item] = queuedAt{priority: p, element: l.fifos[p].PushBack(item)}
+	l.peak = max(l.peak, len(l.queued))
 	l.report()
+}
+
+// shrinkAbove is the peak above which an emptied queue gets new maps.
+const shrinkAbove = 1024
+
+// shrinkIfDrained gives an emptied queue new maps once it held many keys.
+func (l *levels[T]) shrinkIfDrained() {
+	if len(l.queued) > 0 || l.peak <= shrinkAbove {
+		return
+	}
+	l.queued, l.peak = map[T]queuedAt{}, 0
+	if len(l.requested) == 0 {
+		l.requested = map[T]Priority{}
+	}
 }
 
 // Touch is called when item, already queued, is added again: a higher
@@ -103,6 +122,7 @@ func (l *levels[T]) Pop() T {
 		if front := l.fifos[p].Front(); front != nil {
 			item := l.fifos[p].Remove(front).(T)
 			delete(l.queued, item)
+			l.shrinkIfDrained()
 			l.report()
 			return item
 		}

@@ -19,8 +19,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -31,8 +33,9 @@ import (
 )
 
 // scenarioNameProfile converges a share of scenarios 1-3 again with the
-// manager in this process under a CPU profile: the binary has no pprof
-// endpoint, and profiling it from outside (perf) needs privileges.
+// manager in this process under a CPU profile, and writes a heap profile
+// after each: the binary has no pprof endpoint, and profiling it from
+// outside (perf) needs privileges.
 const scenarioNameProfile = "profile"
 
 // profileTopEntries is how many functions of each profile the report shows.
@@ -46,6 +49,11 @@ type profileResult struct {
 	// the benchmark's own client goroutines left out.
 	summary string
 	top     []string
+	// heapFile is the heap profile written right after the convergence
+	// (after a GC), heapSummary and heapTop its top entries by in-use bytes.
+	heapFile    string
+	heapSummary string
+	heapTop     []string
 }
 
 // scenarioProfile profiles the convergence of --profile-scale of each of
@@ -95,6 +103,14 @@ func scenarioProfile(ctx context.Context, c *cluster, cfg config, res *results) 
 		if p.summary, p.top, err = profileTop(ctx, p.file, profileTopEntries); err != nil {
 			p.summary = "go tool pprof failed: " + err.Error()
 		}
+		p.heapFile = filepath.Join(cfg.artifacts, "heap-"+r.name+".pprof")
+		if err := writeHeapProfile(p.heapFile); err != nil {
+			return err
+		}
+		if p.heapSummary, p.heapTop, err = heapTop(ctx, p.heapFile, profileTopEntries); err != nil {
+			p.heapSummary = "go tool pprof failed: " + err.Error()
+		}
+		logger.Info("Heap after the convergence", "scenario", r.name, "file", p.heapFile, "summary", p.heapSummary, "top", p.heapTop)
 		res.profiles[r.name] = p
 	}
 	if cfg.has(scenarioNameSteady) {
@@ -152,6 +168,33 @@ func profileSteady(ctx context.Context, c *cluster, cfg config) (profileResult, 
 		p.summary = "go tool pprof failed: " + err.Error()
 	}
 	return p, nil
+}
+
+// writeHeapProfile writes the heap profile of this process to file after a
+// GC, so that its in-use figures are what the caches and the rest hold
+// live: the manager's caches, and the benchmark's own trackers beside them.
+func writeHeapProfile(file string) error {
+	runtime.GC()
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("writing the heap profile: %w", err)
+	}
+	return f.Close()
+}
+
+// heapTop is profileTop for a heap profile, by in-use bytes.
+func heapTop(ctx context.Context, file string, n int) (string, []string, error) {
+	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-sample_index=inuse_space",
+		fmt.Sprintf("-nodecount=%d", n), file).Output()
+	if err != nil {
+		return "", nil, err
+	}
+	summary, top := parsePprofTop(string(out))
+	return summary, top, nil
 }
 
 // profileTop runs `go tool pprof -top` on file without the benchmark's own

@@ -479,6 +479,14 @@ func markdown(res *results) string {
 		if p, ok := res.profiles[scenarioNameSteady]; ok {
 			fmt.Fprintf(&b, "- steady state, a fresh manager with --min-resync-period=%s, %d reconciles in %s once idle (`%s`; %s): %s.\n", cfg.resync, p.conv.n, secs(p.conv.elapsed), p.file, p.summary, strings.Join(p.top, "; "))
 		}
+		fmt.Fprintf(&b, "\n**Heap after each profiled convergence** (after a GC, in-use bytes of the whole benchmark process: the in-process manager's caches of everything the scenarios left, and the benchmark's own trackers; top %d by flat bytes, cum in brackets):\n\n", profileTopEntries)
+		for _, name := range []string{scenarioNameApps, scenarioNamePipelines, scenarioNameIngress} {
+			p, ok := res.profiles[name]
+			if !ok || p.heapFile == "" {
+				continue
+			}
+			fmt.Fprintf(&b, "- after %s (`%s`; %s): %s.\n", name, p.heapFile, p.heapSummary, strings.Join(p.heapTop, "; "))
+		}
 	}
 	if a := res.admission; a != nil {
 		fmt.Fprintf(&b, "\n**Admission latency** (%d sequential App creates each, one client, a webhooks-only manager on loopback, the manifests' webhook configurations pointed at it): "+
