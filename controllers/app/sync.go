@@ -107,12 +107,31 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 
 	writes.record(c.recorder, app)
 
+	// A write that only met a moved world (a conflict, a Lease not fresh)
+	// is retried at once: a status written now would claim the generation
+	// observed while that child still has the old spec. Real failures are
+	// written, with the transient ones beside them kept out of the message.
+	if len(obs.errs) > 0 && allTransient(obs.errs) {
+		return controller.Result{}, errors.Join(obs.errs...)
+	}
+
 	// The status says what happened, failures included.
 	status := appStatus(app, obs, metav1.NewTime(c.now()))
 	if err := c.updateStatus(ctx, app, status); err != nil {
 		obs.errs = append(obs.errs, err)
 	}
 	return controller.Result{}, errors.Join(obs.errs...)
+}
+
+// allTransient reports whether every error only says the world moved under
+// the reconcile (controller.IsTransient).
+func allTransient(errs []error) bool {
+	for _, err := range errs {
+		if !controller.IsTransient(err) {
+			return false
+		}
+	}
+	return true
 }
 
 // syncChild applies the App's child of one kind, or deletes it when the App

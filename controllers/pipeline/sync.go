@@ -151,6 +151,13 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		logger.V(4).Info("Created children; the status waits for the reconcile that observes them")
 		return controller.Result{}, nil
 	}
+	if len(obs.conflicts) == 0 && len(obs.failures) == 0 && len(obs.transient) > 0 {
+		// A write that only met a moved world is retried at once: a status
+		// written now would claim the generation observed while that child
+		// still has the old spec.
+		logger.V(2).Info("Pipeline not converged, will retry", "transient", len(obs.transient))
+		return controller.Result{}, errors.Join(errs...)
+	}
 	status := computeStatus(p, obs, metav1.NewTime(time.Now().Truncate(time.Second)))
 	if statusErr := c.updateStatus(ctx, p, status); statusErr != nil {
 		errs = append(errs, statusErr)

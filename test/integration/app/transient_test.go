@@ -19,6 +19,7 @@ package app
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,5 +81,49 @@ func TestConflictsNeverReachStatusOrWarnings(t *testing.T) {
 	}
 	for _, ev := range events.Items {
 		t.Errorf("Warning event %s: %s", ev.Reason, ev.Message)
+	}
+}
+
+// While a child's write keeps failing with a conflict, the App's status
+// does not claim the new generation: observedGeneration is what clients
+// wait on, and a status written beside the failed write told them the new
+// spec was in place while the Deployment still had the old port. Once the
+// write goes through, the status follows.
+func TestStatusWaitsForAChildWriteThatConflicted(t *testing.T) {
+	const name = "retried"
+	var injector *framework.ConflictInjector
+	e := setup(t, func(ns string) *rest.Config {
+		cfg, inj := framework.InjectConflicts(cp.Config, 0, func(req *http.Request) bool {
+			return (req.Method == http.MethodPatch || req.Method == http.MethodPut) &&
+				strings.HasSuffix(req.URL.Path, "/namespaces/"+ns+"/deployments/"+name)
+		})
+		injector = inj
+		return cfg
+	})
+	e.create(newApp(name, true, false))
+	e.waitConverged(name)
+
+	injector.Arm(1000)
+	e.patchSpec(name, `{"port":8080}`)
+	framework.Eventually(t, timeout, "the Deployment's write to conflict and be retried", func(context.Context) (bool, error) {
+		return injector.Injected() >= 3, nil
+	})
+	app, err := e.apps.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app.Status.ObservedGeneration == app.Generation {
+		t.Errorf("status claims generation %d while every write of its Deployment got a conflict (%d so far): %+v",
+			app.Generation, injector.Injected(), app.Status.Conditions)
+	}
+
+	injector.Stop()
+	e.waitApp(name, "converged on port 8080", func(a *appv1beta1.App) bool { return a.Generation == 2 && converged(a) })
+	d, err := e.kube.AppsV1().Deployments(e.ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := d.Spec.Template.Spec.Containers[0].Ports; len(p) != 1 || p[0].ContainerPort != 8080 {
+		t.Errorf("container ports = %+v, want only 8080", p)
 	}
 }

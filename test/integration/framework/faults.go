@@ -56,6 +56,12 @@ func InjectConflicts(cfg *rest.Config, n int, match func(*http.Request) bool) (*
 	return out, inj
 }
 
+// Arm makes the next n matching requests get a conflict.
+func (i *ConflictInjector) Arm(n int) { i.left.Store(int32(n)) }
+
+// Stop ends the injection: every later request reaches the API server.
+func (i *ConflictInjector) Stop() { i.left.Store(0) }
+
 // Injected is how many conflicts were sent so far.
 func (i *ConflictInjector) Injected() int { return int(i.injected.Load()) }
 

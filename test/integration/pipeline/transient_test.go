@@ -18,6 +18,9 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,4 +77,50 @@ func TestConflictsNeverMakeThePipelineDegraded(t *testing.T) {
 	for _, ev := range events.Items {
 		t.Errorf("Warning event %s: %s", ev.Reason, ev.Message)
 	}
+}
+
+// While a step's Deployment write keeps failing with a conflict, the
+// Pipeline's status does not claim the new generation; once the write goes
+// through, it does, with the Deployment changed.
+func TestStatusWaitsForAChildWriteThatConflicted(t *testing.T) {
+	const name = "retried"
+	ctx := context.Background()
+	ns := framework.CreateNamespace(t, cp.Client)
+	cfg, injector := framework.InjectConflicts(cp.Config, 0, func(req *http.Request) bool {
+		return (req.Method == http.MethodPatch || req.Method == http.MethodPut) &&
+			strings.Contains(req.URL.Path, "/namespaces/"+ns+"/deployments/")
+	})
+	e := setupWithConfig(t, cfg, nil)
+	if err := cp.CreateFakeNodes(ctx, "retried-node"); err != nil {
+		t.Fatal(err)
+	}
+	p := e.create(newPipeline(name, ns, step("a", "retried-node")))
+	e.ready(p.Name)
+
+	injector.Arm(1000)
+	e.update(name, func(p *pipelinev1beta1.Pipeline) { p.Spec.Steps[0].Image = "nginx:1.27" })
+	framework.Eventually(t, timeout, "the step Deployment's write to conflict and be retried", func(context.Context) (bool, error) {
+		return injector.Injected() >= 3, nil
+	})
+	got := e.get(name)
+	if got.Status.ObservedGeneration == got.Generation {
+		t.Errorf("status claims generation %d while every write of its Deployment got a conflict (%d so far): %+v",
+			got.Generation, injector.Injected(), got.Status.Conditions)
+	}
+
+	injector.Stop()
+	framework.Eventually(t, timeout, "the status of the new generation, with the new image", func(ctx context.Context) (bool, error) {
+		got, err := e.crd.PipelineV1beta1().Pipelines().Get(ctx, name, metav1.GetOptions{})
+		if err != nil || got.Status.ObservedGeneration != got.Generation {
+			return false, err
+		}
+		d, err := cp.Client.AppsV1().Deployments(ns).Get(ctx, stepName(name, "a"), metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.27" {
+			return false, fmt.Errorf("status observed generation %d with the Deployment's image still %s", got.Generation, img)
+		}
+		return true, nil
+	})
 }
