@@ -163,8 +163,8 @@ func NewController(
 	c.services.WatchBlockers(blockers)
 	// The children no longer wanted are found by their controller, not by
 	// a label selector over every cached object of the kind.
-	if err := errors.Join(c.volumes.IndexByController(), c.claims.IndexByController(),
-		c.deployments.IndexByController(), c.services.IndexByController()); err != nil {
+	if err := errors.Join(c.volumes.IndexByController(pipelineGroupKind), c.claims.IndexByController(pipelineGroupKind),
+		c.deployments.IndexByController(pipelineGroupKind), c.services.IndexByController(pipelineGroupKind)); err != nil {
 		return nil, err
 	}
 	c.MaxRetries = opts.MaxRetries

@@ -40,7 +40,7 @@ func BenchmarkUnwanted(b *testing.B) {
 	client := fake.NewClientset()
 	informer := informers.NewSharedInformerFactory(client, 0).Apps().V1().Deployments()
 	deployments := controller.NewDeployments(informer, client)
-	if err := deployments.IndexByController(); err != nil {
+	if err := deployments.IndexByController(pipelineGroupKind); err != nil {
 		b.Fatal(err)
 	}
 	store := informer.Informer().GetIndexer()

@@ -86,7 +86,7 @@ func TestUnwanted(t *testing.T) {
 	client := fake.NewClientset()
 	informer := informers.NewSharedInformerFactory(client, 0).Apps().V1().Deployments()
 	deployments := controller.NewDeployments(informer, client)
-	if err := deployments.IndexByController(); err != nil {
+	if err := deployments.IndexByController(pipelineGroupKind); err != nil {
 		t.Fatal(err)
 	}
 	p := &pipelinev1beta1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "demo", UID: "pipeline-uid"}}

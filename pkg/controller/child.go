@@ -73,9 +73,10 @@ type Children[T Object, AC ApplyConfiguration[AC]] struct {
 	Resource schema.GroupResource
 	lister   listers.ResourceIndexer[T]
 	informer cache.SharedIndexInformer
-	// byController is set once IndexByController added ControllerUIDIndex.
-	byController bool
-	client       func(namespace string) ChildClient[T, AC]
+	// controllerIndex names the index by controller IndexByController
+	// added, empty until then.
+	controllerIndex string
+	client          func(namespace string) ChildClient[T, AC]
 	// verdicts spare a resync the comparison of an unchanged child.
 	verdicts *upToDateVerdicts
 	// blockers, when set, watches same-name objects that block a create.
@@ -118,32 +119,33 @@ func (c *Children[T, AC]) Get(namespace, name string) (obj T, found bool, err er
 	return obj, true, nil
 }
 
-// IndexByController adds ControllerUIDIndex to the shared informer, unless
-// another controller did, for ListControlledBy. Call it while building the
+// IndexByController adds the index of the children by their controller of
+// ownerKind (ControllerIndex) to the shared informer, unless another
+// controller did, for ListControlledBy. Call it while building the
 // controller: an informer that already started is indexed whole, at once.
-func (c *Children[T, AC]) IndexByController() error {
-	if err := AddIndexers(c.informer, cache.Indexers{ControllerUIDIndex: IndexByControllerUID}); err != nil {
-		return fmt.Errorf("indexing %ss by controller: %w", c.Kind, err)
+func (c *Children[T, AC]) IndexByController(ownerKind schema.GroupKind) error {
+	name, index := ControllerIndex(ownerKind)
+	if err := AddIndexers(c.informer, cache.Indexers{name: index}); err != nil {
+		return fmt.Errorf("indexing %ss by their %s: %w", c.Kind, ownerKind.Kind, err)
 	}
-	c.byController = true
+	c.controllerIndex = name
 	return nil
 }
 
 // ListControlledBy lists the cached children, of every namespace, that
-// owner controls, from ControllerUIDIndex: the cost is that of owner's
-// children, not of the cache. IndexByController must have been called.
+// owner controls, from the index IndexByController added for owner's kind:
+// the cost is that of owner's children, not of the cache.
 func (c *Children[T, AC]) ListControlledBy(owner metav1.Object) ([]T, error) {
-	if !c.byController {
+	if c.controllerIndex == "" {
 		return nil, fmt.Errorf("listing the %ss of %s: the %s cache is not indexed by controller", c.Kind, owner.GetName(), c.Kind)
 	}
-	objs, err := c.informer.GetIndexer().ByIndex(ControllerUIDIndex, string(owner.GetUID()))
+	objs, err := c.informer.GetIndexer().ByIndex(c.controllerIndex, string(owner.GetUID()))
 	if err != nil {
 		return nil, fmt.Errorf("listing the %ss of %s from the cache: %w", c.Kind, owner.GetName(), err)
 	}
 	out := make([]T, 0, len(objs))
 	for _, obj := range objs {
-		// The index holds what the informer stores: T, or a transform of it
-		// that is not a child.
+		// A transform may store what is not a T: not a child.
 		if child, ok := obj.(T); ok && metav1.IsControlledBy(child, owner) {
 			out = append(out, child)
 		}

@@ -21,33 +21,38 @@ import (
 	"maps"
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 )
 
-// ControllerUIDIndex is the name of the informer index of objects by the
-// UID of their controller (the owner reference with controller: true), so
-// that an owner finds its children without a list of the whole cache.
-const ControllerUIDIndex = "controller-uid"
-
-// IndexByControllerUID is ControllerUIDIndex's function: an object without
-// a controller is in no bucket. It looks inside a tombstone.
-func IndexByControllerUID(obj any) ([]string, error) {
-	o, ok := objectMeta(obj)
-	if !ok {
-		return nil, nil
+// ControllerIndex returns the name and function of the informer index of
+// objects by the UID of their controller (the owner reference with
+// controller: true) when that controller is of ownerKind, so that an owner
+// finds its children without a list of the whole cache. Objects of other
+// controllers, or of none, are in no bucket and cost the index nothing.
+func ControllerIndex(ownerKind schema.GroupKind) (string, cache.IndexFunc) {
+	return "controller-uid/" + ownerKind.String(), func(obj any) ([]string, error) {
+		o, ok := objectMeta(obj) // a tombstone's object too
+		if !ok {
+			return nil, nil
+		}
+		ref := metav1.GetControllerOfNoCopy(o)
+		if ref == nil || ref.UID == "" || ref.Kind != ownerKind.Kind {
+			return nil, nil
+		}
+		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != ownerKind.Group {
+			return nil, nil
+		}
+		return []string{string(ref.UID)}, nil
 	}
-	uid := controllerUID(o)
-	if uid == "" {
-		return nil, nil
-	}
-	return []string{string(uid)}, nil
 }
 
 // AddIndexers adds to a shared informer the indexers it does not have yet,
 // by name, so that controllers sharing an informer, or one rebuilt on it
 // after losing its Lease, can each ask for the same index: client-go fails
 // on a name added twice. One name must always mean one function, hence
-// exported names such as ControllerUIDIndex with their function. client-go
+// names made with their function, as ControllerIndex does. client-go
 // indexes what the informer already holds when it has started.
 func AddIndexers(informer cache.SharedIndexInformer, indexers cache.Indexers) error {
 	missing := missingIndexers(informer, indexers)

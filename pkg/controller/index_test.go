@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -38,8 +39,16 @@ func serviceOwnedBy(name string, uid types.UID, isController bool) *corev1.Servi
 	return svc
 }
 
-func TestIndexByControllerUID(t *testing.T) {
+// ownerKind is the kind of serviceOwnedBy's owner.
+var ownerKind = schema.GroupKind{Kind: "ConfigMap"}
+
+func TestControllerIndex(t *testing.T) {
 	controlled := serviceOwnedBy("controlled", "owner-uid", true)
+	otherKind := serviceOwnedBy("other-kind", "owner-uid", true)
+	otherKind.OwnerReferences[0].Kind = "Secret"
+	otherGroup := serviceOwnedBy("other-group", "owner-uid", true)
+	otherGroup.OwnerReferences[0].APIVersion = "example.com/v1"
+	_, index := ControllerIndex(ownerKind)
 	cases := []struct {
 		name string
 		obj  any
@@ -52,11 +61,13 @@ func TestIndexByControllerUID(t *testing.T) {
 		{"a tombstone of something else", cache.DeletedFinalStateUnknown{Key: "shop/x", Obj: "not an object"}, nil},
 		{"not an object", 42, nil},
 		{"metadata only", &metav1.PartialObjectMetadata{ObjectMeta: controlled.ObjectMeta}, []string{"owner-uid"}},
+		{"controlled by another kind", otherKind, nil},
+		{"controlled by the kind of another group", otherGroup, nil},
 	}
 	for _, tc := range cases {
-		got, err := IndexByControllerUID(tc.obj)
+		got, err := index(tc.obj)
 		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("%s: IndexByControllerUID = %v, %v; want %v, nil", tc.name, got, err, tc.want)
+			t.Errorf("%s: index = %v, %v; want %v, nil", tc.name, got, err, tc.want)
 		}
 	}
 }
@@ -70,21 +81,22 @@ func TestAddIndexersTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := func(any) ([]string, error) { return nil, nil }
-	if err := AddIndexers(informer, cache.Indexers{ControllerUIDIndex: IndexByControllerUID}); err != nil {
+	name, index := ControllerIndex(ownerKind)
+	if err := AddIndexers(informer, cache.Indexers{name: index}); err != nil {
 		t.Fatalf("first AddIndexers: %v", err)
 	}
-	if err := AddIndexers(informer, cache.Indexers{ControllerUIDIndex: IndexByControllerUID, "other": other}); err != nil {
+	if err := AddIndexers(informer, cache.Indexers{name: index, "other": other}); err != nil {
 		t.Fatalf("AddIndexers with one index already there: %v", err)
 	}
-	if err := AddIndexers(informer, cache.Indexers{ControllerUIDIndex: IndexByControllerUID, "other": other}); err != nil {
+	if err := AddIndexers(informer, cache.Indexers{name: index, "other": other}); err != nil {
 		t.Fatalf("AddIndexers with both there: %v", err)
 	}
-	for _, name := range []string{ControllerUIDIndex, "other", cache.NamespaceIndex} {
+	for _, name := range []string{name, "other", cache.NamespaceIndex} {
 		if _, ok := informer.GetIndexer().GetIndexers()[name]; !ok {
 			t.Errorf("index %q missing after AddIndexers", name)
 		}
 	}
-	keys, err := informer.GetIndexer().IndexKeys(ControllerUIDIndex, "owner-uid")
+	keys, err := informer.GetIndexer().IndexKeys(name, "owner-uid")
 	if err != nil || !slices.Equal(keys, []string{"shop/before"}) {
 		t.Errorf("IndexKeys = %v, %v; want the object cached before the index", keys, err)
 	}
@@ -103,10 +115,10 @@ func TestListControlledBy(t *testing.T) {
 	}
 	// Two adapters over one informer, as the App and Pipeline controllers
 	// have: both may ask for the index.
-	if err := children.IndexByController(); err != nil {
+	if err := children.IndexByController(ownerKind); err != nil {
 		t.Fatal(err)
 	}
-	if err := NewServices(informer, client).IndexByController(); err != nil {
+	if err := NewServices(informer, client).IndexByController(ownerKind); err != nil {
 		t.Fatalf("IndexByController on a shared informer already indexed: %v", err)
 	}
 
