@@ -21,6 +21,7 @@ limitations under the License.
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -160,12 +161,18 @@ func NewController(
 	c.claims.WatchBlockers(blockers)
 	c.deployments.WatchBlockers(blockers)
 	c.services.WatchBlockers(blockers)
+	// The children no longer wanted are found by their controller, not by
+	// a label selector over every cached object of the kind.
+	if err := errors.Join(c.volumes.IndexByController(pipelineGroupKind), c.claims.IndexByController(pipelineGroupKind),
+		c.deployments.IndexByController(pipelineGroupKind), c.services.IndexByController(pipelineGroupKind)); err != nil {
+		return nil, err
+	}
 	c.MaxRetries = opts.MaxRetries
 	c.GiveUp = controller.GiveUpEvent(recorder, func(key controller.Key) (runtime.Object, error) {
 		return c.pipelines.Get(key.Name)
 	}, "Giving up after repeated failures until the Pipeline or a child changes")
 
-	if err := addMissingIndexers(pipelines.Informer(), cache.Indexers{
+	if err := controller.AddIndexers(pipelines.Informer(), cache.Indexers{
 		nodeIndex:      indexByNode,
 		namespaceIndex: indexByNamespace(opts.DefaultNamespace),
 		childIndex:     indexByChild(opts.DefaultNamespace),
@@ -314,22 +321,4 @@ func indexByNamespace(defaultNamespace string) cache.IndexFunc {
 // holds.
 func (c *Controller) pipelinesInNamespace(ns metav1.Object) []controller.Key {
 	return c.pipelinesIndexed(namespaceIndex, ns.GetName())
-}
-
-// addMissingIndexers adds the indexers the shared informer does not have
-// yet. A controller rebuilt on the same informers (per-controller mode,
-// after losing its Lease) finds its own from before, and adding an index
-// twice is an error.
-func addMissingIndexers(informer cache.SharedIndexInformer, indexers cache.Indexers) error {
-	have := informer.GetIndexer().GetIndexers()
-	missing := cache.Indexers{}
-	for name, f := range indexers {
-		if _, ok := have[name]; !ok {
-			missing[name] = f
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	return informer.AddIndexers(missing)
 }

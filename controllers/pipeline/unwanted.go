@@ -21,8 +21,6 @@ import (
 	"errors"
 
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/klog/v2"
@@ -103,10 +101,12 @@ func deploymentAvailable(d *appsv1.Deployment) bool {
 }
 
 // unwanted lists the cached children of one kind that the Pipeline
-// controls but are not in want, found by the pipeline label, which every
-// version of the controller has written.
+// controls but are not in want, from the index of children by controller.
+// Of those, only the ones with the Pipeline's label count, which every
+// version of the controller has written: one whose label was taken away is
+// left alone, as it always was.
 func unwanted[T controller.Object, AC controller.ApplyConfiguration[AC]](children *controller.Children[T, AC], p *pipelinev1beta1.Pipeline, want []AC) ([]T, error) {
-	objs, err := children.List(labels.SelectorFromSet(labels.Set{LabelPipeline: pipelineLabelValue(p.Name)}))
+	objs, err := children.ListControlledBy(p)
 	if err != nil {
 		return nil, err
 	}
@@ -114,9 +114,10 @@ func unwanted[T controller.Object, AC controller.ApplyConfiguration[AC]](childre
 	for _, w := range want {
 		wanted[types.NamespacedName{Namespace: ptr.Deref(w.GetNamespace(), ""), Name: ptr.Deref(w.GetName(), "")}] = true
 	}
+	label := pipelineLabelValue(p.Name)
 	var out []T
 	for _, obj := range objs {
-		if !wanted[types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}] && metav1.IsControlledBy(obj, p) {
+		if !wanted[types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}] && obj.GetLabels()[LabelPipeline] == label {
 			out = append(out, obj)
 		}
 	}

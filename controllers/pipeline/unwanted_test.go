@@ -21,7 +21,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
+
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
 // availableDeployment asks for replicas and has available of them, rolled
@@ -68,5 +75,52 @@ func TestMayReplace(t *testing.T) {
 		if got := mayReplace(tc.steps, tc.old); got != tc.want {
 			t.Errorf("%s: mayReplace = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// unwanted finds, through the index by controller, what the label selector
+// found before it: the Pipeline's labelled children that it controls and no
+// longer wants; not a child that lost the label, nor one of an earlier
+// Pipeline of the same name, nor an object nobody controls.
+func TestUnwanted(t *testing.T) {
+	client := fake.NewClientset()
+	informer := informers.NewSharedInformerFactory(client, 0).Apps().V1().Deployments()
+	deployments := controller.NewDeployments(informer, client)
+	if err := deployments.IndexByController(pipelineGroupKind); err != nil {
+		t.Fatal(err)
+	}
+	p := &pipelinev1beta1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "demo", UID: "pipeline-uid"}}
+	deployment := func(name string, controllerUID types.UID, labelled bool) *appsv1.Deployment {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+		if labelled {
+			d.Labels = map[string]string{LabelPipeline: "demo"}
+		}
+		if controllerUID != "" {
+			d.OwnerReferences = []metav1.OwnerReference{{APIVersion: pipelinev1beta1.SchemeGroupVersion.String(), Kind: "Pipeline",
+				Name: "demo", UID: controllerUID, Controller: ptr.To(true)}}
+		}
+		return d
+	}
+	for _, d := range []*appsv1.Deployment{
+		deployment("old", p.UID, true),
+		deployment("wanted", p.UID, true),
+		deployment("label-removed", p.UID, false),
+		deployment("earlier-pipeline", "earlier-uid", true),
+		deployment("nobodys", "", true),
+	} {
+		if err := informer.Informer().GetIndexer().Add(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := unwanted(deployments, p, []*appsv1ac.DeploymentApplyConfiguration{appsv1ac.Deployment("wanted", "ns")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Name != "old" {
+		var names []string
+		for _, d := range got {
+			names = append(names, d.Name)
+		}
+		t.Errorf("unwanted = %v, want [old]", names)
 	}
 }

@@ -25,7 +25,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -73,7 +72,11 @@ type Children[T Object, AC ApplyConfiguration[AC]] struct {
 	Kind     string
 	Resource schema.GroupResource
 	lister   listers.ResourceIndexer[T]
-	client   func(namespace string) ChildClient[T, AC]
+	informer cache.SharedIndexInformer
+	// controllerIndex names the index by controller IndexByController
+	// added, empty until then.
+	controllerIndex string
+	client          func(namespace string) ChildClient[T, AC]
 	// verdicts spare a resync the comparison of an unchanged child.
 	verdicts *upToDateVerdicts
 	// blockers, when set, watches same-name objects that block a create.
@@ -93,6 +96,7 @@ func NewChildren[T Object, AC ApplyConfiguration[AC]](kind string, resource sche
 		Kind:     kind,
 		Resource: resource,
 		lister:   listers.New[T](informer.GetIndexer(), resource),
+		informer: informer,
 		client:   client,
 	}
 	// No resync for this handler: it only forgets the children that go.
@@ -115,13 +119,38 @@ func (c *Children[T, AC]) Get(namespace, name string) (obj T, found bool, err er
 	return obj, true, nil
 }
 
-// List lists the cached children, of every namespace, that selector matches.
-func (c *Children[T, AC]) List(selector labels.Selector) ([]T, error) {
-	objs, err := c.lister.List(selector)
-	if err != nil {
-		return nil, fmt.Errorf("listing %ss from the cache: %w", c.Kind, err)
+// IndexByController adds the index of the children by their controller of
+// ownerKind (ControllerIndex) to the shared informer, unless another
+// controller did, for ListControlledBy. Call it while building the
+// controller: an informer that already started is indexed whole, at once.
+func (c *Children[T, AC]) IndexByController(ownerKind schema.GroupKind) error {
+	name, index := ControllerIndex(ownerKind)
+	if err := AddIndexers(c.informer, cache.Indexers{name: index}); err != nil {
+		return fmt.Errorf("indexing %ss by their %s: %w", c.Kind, ownerKind.Kind, err)
 	}
-	return objs, nil
+	c.controllerIndex = name
+	return nil
+}
+
+// ListControlledBy lists the cached children, of every namespace, that
+// owner controls, from the index IndexByController added for owner's kind:
+// the cost is that of owner's children, not of the cache.
+func (c *Children[T, AC]) ListControlledBy(owner metav1.Object) ([]T, error) {
+	if c.controllerIndex == "" {
+		return nil, fmt.Errorf("listing the %ss of %s: the %s cache is not indexed by controller", c.Kind, owner.GetName(), c.Kind)
+	}
+	objs, err := c.informer.GetIndexer().ByIndex(c.controllerIndex, string(owner.GetUID()))
+	if err != nil {
+		return nil, fmt.Errorf("listing the %ss of %s from the cache: %w", c.Kind, owner.GetName(), err)
+	}
+	out := make([]T, 0, len(objs))
+	for _, obj := range objs {
+		// A transform may store what is not a T: not a child.
+		if child, ok := obj.(T); ok && metav1.IsControlledBy(child, owner) {
+			out = append(out, child)
+		}
+	}
+	return out, nil
 }
 
 // Write says what Apply did.
