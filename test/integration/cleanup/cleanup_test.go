@@ -482,4 +482,3 @@ func countInitialSyncs(cfg *rest.Config) (*rest.Config, *initialSyncs) {
 	})
 	return out, s
 }
-

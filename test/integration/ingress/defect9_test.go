@@ -146,4 +146,3 @@ func TestNoDeletedIngressEventWhenTheDeleteFindsNothing(t *testing.T) {
 		t.Errorf("%d DeletedIngress events (err %v) for a Service whose Ingress the delete did not find, want 0", n, err)
 	}
 }
-

@@ -68,7 +68,6 @@ func (r *listRecorder) wrap(cfg *rest.Config) *rest.Config {
 	return out
 }
 
-
 // collectionOf returns the resource a path lists: /api/v1/services,
 // /apis/apps/v1/namespaces/x/deployments; not a named object.
 func collectionOf(path string) (string, bool) {

@@ -69,7 +69,6 @@ func (r *crRecorder) all() []crExchange {
 	return append([]crExchange(nil), r.exchanges...)
 }
 
-
 // With --custom-resource-content-type=application/cbor, on an API server
 // with CBORServingAndStorage, the App controller lists, watches and writes
 // status in CBOR, and converges an App as it does in JSON.
