@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
 // podsByAppIndex indexes the cached pods by the App whose Deployment they
@@ -50,10 +51,7 @@ func podsByApp(obj any) ([]string, error) {
 // addPodIndex registers podsByAppIndex on the pod informer, once: another
 // App controller built on the same informer finds it there.
 func addPodIndex(informer cache.SharedIndexInformer) error {
-	if _, ok := informer.GetIndexer().GetIndexers()[podsByAppIndex]; ok {
-		return nil
-	}
-	if err := informer.AddIndexers(cache.Indexers{podsByAppIndex: podsByApp}); err != nil {
+	if err := controller.AddIndexers(informer, cache.Indexers{podsByAppIndex: podsByApp}); err != nil {
 		return fmt.Errorf("indexing the pods by App: %w", err)
 	}
 	return nil
