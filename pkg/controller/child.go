@@ -146,7 +146,7 @@ func (c *Children[T, AC]) ListControlledBy(owner metav1.Object) ([]T, error) {
 	out := make([]T, 0, len(objs))
 	for _, obj := range objs {
 		// A transform may store what is not a T: not a child.
-		if child, ok := obj.(T); ok && metav1.IsControlledBy(child, owner) {
+		if child, ok := obj.(T); ok {
 			out = append(out, child)
 		}
 	}
@@ -207,20 +207,21 @@ func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desire
 	if !exists {
 		return c.create(ctx, owner, desired, want)
 	}
-	return c.update(ctx, desired, want, sum, live)
+	return c.update(ctx, desired, want, &sum, live)
 }
 
 // update applies desired to live, a child owner controls, when they differ.
-// sum identifies desired for the verdict memo.
-func (c *Children[T, AC]) update(ctx context.Context, desired AC, want map[string]any, desiredSum digest, live T) (T, Write, error) {
+// sum identifies desired for the verdict memo; nil when live is not the
+// cached child (a live read), whose verdict is not remembered.
+func (c *Children[T, AC]) update(ctx context.Context, desired AC, want map[string]any, sum *digest, live T) (T, Write, error) {
 	var none T
 	same, err := upToDate(want, live)
 	if err != nil {
 		return none, Unchanged, fmt.Errorf("comparing the cached %s %s with the desired one: %w", c.Kind, klog.KObj(live), err)
 	}
 	if same {
-		if c.verdicts != nil && desiredSum != (digest{}) {
-			c.verdicts.remember(live, desiredSum)
+		if c.verdicts != nil && sum != nil {
+			c.verdicts.remember(live, *sum)
 		}
 		return live, Unchanged, nil
 	}
@@ -321,8 +322,7 @@ func (c *Children[T, AC]) blocked(ctx context.Context, owner metav1.Object, desi
 		if holder.GetDeletionTimestamp() != nil {
 			return holder, Unchanged, nil
 		}
-		// Not remembered: the holder came from a live read, not the cache.
-		return c.update(ctx, desiredAC, desired, digest{}, holder)
+		return c.update(ctx, desiredAC, desired, nil, holder)
 	}
 	if c.blockers != nil {
 		c.blockers.blocked(ctx, c.Resource, holder, Key{Namespace: owner.GetNamespace(), Name: owner.GetName()}, client.Watch)

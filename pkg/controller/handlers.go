@@ -69,12 +69,8 @@ func EnqueueObject(q Queue) cache.ResourceEventHandlerDetailedFuncs {
 // owner's own resync covers them.
 func EnqueueControllerOf(q Queue, ownerKind schema.GroupKind, ownerClusterScoped bool) cache.ResourceEventHandlerDetailedFuncs {
 	return EnqueueMapped(q, func(obj metav1.Object) []Key {
-		ref := metav1.GetControllerOfNoCopy(obj)
+		ref := controllerOfKind(obj, ownerKind)
 		if ref == nil {
-			return nil
-		}
-		gv, err := schema.ParseGroupVersion(ref.APIVersion)
-		if err != nil || gv.Group != ownerKind.Group || ref.Kind != ownerKind.Kind {
 			return nil
 		}
 		namespace := obj.GetNamespace()
@@ -83,6 +79,19 @@ func EnqueueControllerOf(q Queue, ownerKind schema.GroupKind, ownerClusterScoped
 		}
 		return []Key{{Namespace: namespace, Name: ref.Name}}
 	})
+}
+
+// controllerOfKind is obj's controller reference when that controller is of
+// ownerKind (any version of its group), nil otherwise.
+func controllerOfKind(obj metav1.Object, ownerKind schema.GroupKind) *metav1.OwnerReference {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	if ref == nil || ref.Kind != ownerKind.Kind {
+		return nil
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != ownerKind.Group {
+		return nil
+	}
+	return ref
 }
 
 // EnqueueMapped returns handlers that enqueue the keys mapFn returns for the

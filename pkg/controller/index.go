@@ -21,7 +21,6 @@ import (
 	"maps"
 	"slices"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 )
@@ -37,11 +36,8 @@ func ControllerIndex(ownerKind schema.GroupKind) (string, cache.IndexFunc) {
 		if !ok {
 			return nil, nil
 		}
-		ref := metav1.GetControllerOfNoCopy(o)
-		if ref == nil || ref.UID == "" || ref.Kind != ownerKind.Kind {
-			return nil, nil
-		}
-		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != ownerKind.Group {
+		ref := controllerOfKind(o, ownerKind)
+		if ref == nil || ref.UID == "" {
 			return nil, nil
 		}
 		return []string{string(ref.UID)}, nil
@@ -55,25 +51,6 @@ func ControllerIndex(ownerKind schema.GroupKind) (string, cache.IndexFunc) {
 // names made with their function, as ControllerIndex does. client-go
 // indexes what the informer already holds when it has started.
 func AddIndexers(informer cache.SharedIndexInformer, indexers cache.Indexers) error {
-	missing := missingIndexers(informer, indexers)
-	for len(missing) > 0 {
-		err := informer.AddIndexers(missing)
-		if err == nil {
-			return nil
-		}
-		// client-go adds none of them on a conflict: another controller may
-		// have added some since. Try the rest once more; stop when nobody did.
-		still := missingIndexers(informer, missing)
-		if len(still) == len(missing) {
-			return fmt.Errorf("adding the informer indexes %v: %w", slices.Sorted(maps.Keys(missing)), err)
-		}
-		missing = still
-	}
-	return nil
-}
-
-// missingIndexers are those of indexers informer has no index of that name for.
-func missingIndexers(informer cache.SharedIndexInformer, indexers cache.Indexers) cache.Indexers {
 	have := informer.GetIndexer().GetIndexers()
 	missing := cache.Indexers{}
 	for name, f := range indexers {
@@ -81,5 +58,11 @@ func missingIndexers(informer cache.SharedIndexInformer, indexers cache.Indexers
 			missing[name] = f
 		}
 	}
-	return missing
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := informer.AddIndexers(missing); err != nil {
+		return fmt.Errorf("adding the informer indexes %v: %w", slices.Sorted(maps.Keys(missing)), err)
+	}
+	return nil
 }

@@ -80,14 +80,6 @@ func (v *upToDateVerdicts) remember(live metav1.Object, desired digest) {
 	v.byUID[live.GetUID()] = verdict{resourceVersion: live.GetResourceVersion(), desired: desired}
 }
 
-// remembers reports whether a verdict of the child uid is remembered.
-func (v *upToDateVerdicts) remembers(uid types.UID) bool {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	_, ok := v.byUID[uid]
-	return ok
-}
-
 // forget drops the verdict of a child that is gone.
 func (v *upToDateVerdicts) forget(uid types.UID) {
 	v.mu.Lock()

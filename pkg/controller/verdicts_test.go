@@ -100,3 +100,11 @@ func TestVerdictCost(t *testing.T) {
 		t.Errorf("a remembered verdict costs %.0f bytes, more than 120", perVerdict)
 	}
 }
+
+// remembers reports whether a verdict of the child uid is remembered.
+func (v *upToDateVerdicts) remembers(uid types.UID) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	_, ok := v.byUID[uid]
+	return ok
+}
