@@ -42,10 +42,10 @@ limitations under the License.
 //
 // From the elector inwards (cmd/controller-manager/app):
 //
-//	spreadLock (per-controller mode only: waits its turn, then refuses a
-//	  Lease that changed since the elector read it)
-//	→ Guard.Lock (stamps "sent" right before the write, after any wait, so
-//	  the hold is never dated earlier than the write went out)
+//	assignedLock (per-controller mode only: refuses to acquire a Lease
+//	  membership assigns to another replica; renewals and releases pass)
+//	→ Guard.Lock (stamps "sent" right before the write, so the hold is
+//	  never dated earlier than the write went out)
 //	→ wrapLock (tests only: fault injection)
 //	→ attemptLock (refuses the writes of an attempt ended by a release wake;
 //	  inside the Guard so that a refused write never counts as a renewal)

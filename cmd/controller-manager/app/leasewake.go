@@ -149,8 +149,9 @@ func (l *attemptLock) Update(ctx context.Context, ler resourcelock.LeaderElectio
 
 // watchRelease calls wake whenever the Lease name in namespace goes from
 // held to released (no holder) or is deleted, until ctx is done. It is one
-// watch on one object; the returned function waits for it to stop.
-func watchRelease(ctx context.Context, client kubernetes.Interface, namespace, name string, wake func()) (wait func()) {
+// watch on one object; the returned wait waits for it to stop, and released
+// says whether the Lease, as last seen, has no holder.
+func watchRelease(ctx context.Context, client kubernetes.Interface, namespace, name string, wake func()) (wait func(), released func() bool) {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -168,7 +169,11 @@ func watchRelease(ctx context.Context, client kubernetes.Interface, namespace, n
 		klog.FromContext(ctx).Error(err, "Cannot watch the Lease for its release; a standby notices it at its next retry", "lease", namespace+"/"+name)
 	}
 	factory.Start(ctx.Done())
-	return factory.Shutdown
+	released = func() bool {
+		obj, ok, err := informer.GetStore().GetByKey(namespace + "/" + name)
+		return informer.HasSynced() && err == nil && (!ok || holder(obj) == "")
+	}
+	return factory.Shutdown, released
 }
 
 func holder(obj any) string {

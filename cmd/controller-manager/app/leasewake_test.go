@@ -21,7 +21,6 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,37 +119,5 @@ func TestElectionAttemptWokenCannotAcquire(t *testing.T) {
 	}
 	if a.end() {
 		t.Fatal("end reported a wake for an attempt that held the Lease")
-	}
-}
-
-// The elector stamps the record before the spread delay; the Lease must say
-// when it was acquired, on the first write and on every renewal after it.
-func TestSpreadLockStampsAcquireTimeAfterItsTurn(t *testing.T) {
-	ctx := context.Background()
-	s := newSpread(50 * time.Millisecond) // a turn is 100 ms per Lease held
-	s.held = 2
-	inner := &memLock{id: "me"}
-	l := s.lock(inner)
-
-	ler := ours("me")
-	if err := l.Update(ctx, ler); err != nil {
-		t.Fatal(err)
-	}
-	first := inner.writes[0]
-	if waited := first.AcquireTime.Sub(ler.AcquireTime.Time); waited < 150*time.Millisecond {
-		t.Fatalf("acquireTime %s is %s after the elector's stamp, want the time after the 200 ms turn", first.AcquireTime, waited)
-	}
-	if !first.RenewTime.Equal(&first.AcquireTime) {
-		t.Errorf("renewTime %s differs from acquireTime %s on the acquiring write", first.RenewTime, first.AcquireTime)
-	}
-
-	// client-go renews with the acquire time it stamped itself.
-	renewal := ours("me")
-	renewal.AcquireTime = ler.AcquireTime
-	if err := l.Update(ctx, renewal); err != nil {
-		t.Fatal(err)
-	}
-	if got := inner.writes[1].AcquireTime; !got.Equal(&first.AcquireTime) {
-		t.Errorf("a renewal wrote acquireTime %s, want %s", got, first.AcquireTime)
 	}
 }

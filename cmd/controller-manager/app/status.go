@@ -19,6 +19,8 @@ package app
 import (
 	"sort"
 	"sync"
+
+	"github.com/ndsl/controller-manager/pkg/membership"
 )
 
 // managerStatus is what the HTTP endpoints report: which controllers are
@@ -32,6 +34,9 @@ type managerStatus struct {
 	running  map[string]bool       // their workers run
 	leading  map[string]bool       // this instance holds the Lease they run under
 	leaseFor map[string]string     // the Lease each runs under, in per-controller mode
+	// members shares the controllers among the replicas, in per-controller mode.
+	members  *membership.Members
+	identity string
 	// unsynced counts the informer factories started but not yet synced.
 	unsynced int
 	// awaitingInformers is set while an instance that starts informers
@@ -89,6 +94,12 @@ func (s *managerStatus) setLease(controller, lease string) {
 	s.leaseFor[controller] = lease
 }
 
+func (s *managerStatus) setMembers(members *membership.Members, identity string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.members, s.identity = members, identity
+}
+
 func (s *managerStatus) addUnsynced(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -117,6 +128,9 @@ type ControllerStatus struct {
 	Name string `json:"name"`
 	// Lease is the controller's own Lease in per-controller mode.
 	Lease string `json:"lease,omitempty"`
+	// AssignedTo is the replica membership assigns the controller to, in
+	// per-controller mode ("" while none is live).
+	AssignedTo string `json:"assignedTo,omitempty"`
 	// Leading: this instance holds the Lease the controller runs under.
 	Leading bool `json:"leading"`
 	Running bool `json:"running"`
@@ -130,8 +144,13 @@ type ControllerStatus struct {
 type DebugStatus struct {
 	// Leading: this instance holds a Lease (in per-controller mode, at
 	// least one; see each controller's).
-	Leading     bool               `json:"leading"`
-	Synced      bool               `json:"cachesSynced"`
+	Leading bool `json:"leading"`
+	Synced  bool `json:"cachesSynced"`
+	// Identity is this instance's in its Leases, and Members the live
+	// replicas it shares the controllers with (itself included), in
+	// per-controller mode.
+	Identity    string             `json:"identity,omitempty"`
+	Members     []string           `json:"members,omitempty"`
 	Controllers []ControllerStatus `json:"controllers"`
 }
 
@@ -150,8 +169,14 @@ func (s *managerStatus) debug() DebugStatus {
 	out := DebugStatus{Synced: s.synced()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.members != nil {
+		out.Identity, out.Members = s.identity, s.members.Live()
+	}
 	for _, name := range s.enabled {
 		cs := ControllerStatus{Name: name, Lease: s.leaseFor[name], Leading: s.leading[name], Running: s.running[name]}
+		if s.members != nil {
+			cs.AssignedTo = s.members.Owner(name)
+		}
 		out.Leading = out.Leading || cs.Leading
 		if c, ok := s.built[name]; ok {
 			if q, ok := c.(QueueLengther); ok {

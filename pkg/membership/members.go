@@ -1,0 +1,422 @@
+/*
+Copyright The NDSL controller-manager Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package membership
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/ndsl/controller-manager/pkg/controller"
+)
+
+const (
+	// GroupLabel names the group a member Lease belongs to: the manager's
+	// leader election resource name.
+	GroupLabel = "manager.ndsl.cn/member-of"
+	// UnitsAnnotation lists, comma-separated, the units a member runs, so
+	// that a unit only goes to a replica that can run it (replicas of two
+	// versions, or with different --controllers, during a rollout).
+	UnitsAnnotation = "manager.ndsl.cn/units"
+)
+
+// Config says who this replica is and how members are judged.
+type Config struct {
+	Client    kubernetes.Interface
+	Namespace string
+	// Group is the leader election resource name; member Leases are named
+	// and labelled after it.
+	Group    string
+	Identity string
+	// Units this replica runs.
+	Units []string
+	// LeaseDuration: a member whose Lease this replica has not seen change
+	// for that long is gone.
+	LeaseDuration time.Duration
+	// JudgeInterval is how often this replica re-judges the others. It
+	// renews its own Lease every third of LeaseDuration: two renewals may
+	// fail before the others count it gone.
+	JudgeInterval time.Duration
+	Clock         clock.WithTicker
+}
+
+// Members is this replica's view of the group: who is live, and so which
+// units are its own.
+type Members struct {
+	cfg  Config
+	name string // this replica's member Lease
+
+	mu       sync.Mutex
+	seen     map[string]*sighting // by Lease name, other members only
+	renewed  time.Time            // this replica's last successful renewal, on its clock
+	written  *coordinationv1.Lease
+	leaving  bool
+	assigned map[string]string // unit → member, from the live members
+	live     []string
+	subs     []chan struct{}
+}
+
+// sighting is a member Lease as this replica last saw it, and when (on this
+// replica's clock) it last saw it change.
+type sighting struct {
+	identity        string
+	units           []string
+	resourceVersion string
+	changed         time.Time
+}
+
+// New returns the membership of this replica; Run makes it live.
+func New(cfg Config) *Members {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return &Members{
+		cfg:  cfg,
+		name: LeaseName(cfg.Group, cfg.Identity),
+		seen: map[string]*sighting{},
+	}
+}
+
+// LeaseName is the member Lease of identity in group.
+func LeaseName(group, identity string) string {
+	h := fnv.New64a()
+	h.Write([]byte(identity))
+	return fmt.Sprintf("%s-member-%016x", group, h.Sum64())
+}
+
+// groupValue is the label value of group (a label value holds 63 characters).
+func groupValue(group string) string {
+	if len(group) <= 63 {
+		return group
+	}
+	h := fnv.New64a()
+	h.Write([]byte(group))
+	return fmt.Sprintf("%.46s-%016x", group, h.Sum64())
+}
+
+// Run announces this replica and follows the others until ctx is done. It
+// returns an error only if the member Leases cannot be watched.
+func (m *Members) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	factory := informers.NewSharedInformerFactoryWithOptions(m.cfg.Client, 0,
+		informers.WithNamespace(m.cfg.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = labels.Set{GroupLabel: groupValue(m.cfg.Group)}.String()
+		}),
+		informers.WithTransform(controller.Compact))
+	informer := factory.Coordination().V1().Leases().Informer()
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    m.observe,
+		UpdateFunc: func(_, obj any) { m.observe(obj) },
+		DeleteFunc: m.forget,
+	}); err != nil {
+		return fmt.Errorf("watching the member Leases: %w", err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		return nil
+	}
+
+	ticker := m.cfg.Clock.NewTicker(m.cfg.JudgeInterval)
+	defer ticker.Stop()
+	for {
+		if err := m.renewIfDue(ctx); err != nil && ctx.Err() == nil {
+			logger.Error(err, "Cannot renew this replica's member Lease", "lease", m.cfg.Namespace+"/"+m.name)
+		}
+		m.collect(ctx, informer.GetStore())
+		m.judge()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+		}
+	}
+}
+
+// Owner is the member the unit is assigned to ("" if none).
+func (m *Members) Owner(unit string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.assigned[unit]
+}
+
+// Mine says whether the unit is assigned to this replica.
+func (m *Members) Mine(unit string) bool { return m.Owner(unit) == m.cfg.Identity }
+
+// Live is the identities of the live members, this replica included while
+// its own renewals succeed.
+func (m *Members) Live() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.live)
+}
+
+// Subscribe returns a channel that receives a value after each change of
+// the assignment (coalesced: a slow reader misses no change, only repeats).
+func (m *Members) Subscribe() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch := make(chan struct{}, 1)
+	m.subs = append(m.subs, ch)
+	return ch
+}
+
+// Leave stops this replica's announcement and deletes its member Lease, so
+// that the others take its units as soon as it releases them, not a lease
+// duration later. Run's ctx should be done or ending.
+func (m *Members) Leave(ctx context.Context) error {
+	m.mu.Lock()
+	m.leaving = true
+	written := m.written
+	m.mu.Unlock()
+	m.judge()
+	if written == nil {
+		return nil
+	}
+	err := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace).Delete(ctx, m.name,
+		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &written.UID}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// renewIfDue renews this replica's member Lease if a third of the lease
+// duration has passed since the last renewal.
+func (m *Members) renewIfDue(ctx context.Context) error {
+	m.mu.Lock()
+	due := m.renewed.IsZero() || m.cfg.Clock.Since(m.renewed) >= m.cfg.LeaseDuration/3
+	m.mu.Unlock()
+	if !due {
+		return nil
+	}
+	return m.renew(ctx)
+}
+
+// renew writes this replica's member Lease: its units and a new renewTime,
+// so that its resourceVersion changes (what the others judge it by).
+func (m *Members) renew(ctx context.Context) error {
+	m.mu.Lock()
+	written, leaving := m.written, m.leaving
+	m.mu.Unlock()
+	if leaving {
+		return nil
+	}
+	leases := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace)
+	now := metav1.NewMicroTime(m.cfg.Clock.Now())
+	var err error
+	if written != nil {
+		lease := written.DeepCopy()
+		m.stamp(lease, now)
+		written, err = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: controller.FieldManager})
+		if apierrors.IsNotFound(err) {
+			written = nil // deleted meanwhile (collected while this replica was cut off): create it again
+		} else if apierrors.IsConflict(err) {
+			written, err = leases.Get(ctx, m.name, metav1.GetOptions{})
+			if err == nil {
+				lease := written.DeepCopy()
+				m.stamp(lease, now)
+				written, err = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: controller.FieldManager})
+			}
+		}
+	}
+	if written == nil && err == nil || apierrors.IsNotFound(err) {
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: m.name, Namespace: m.cfg.Namespace}}
+		m.stamp(lease, now)
+		written, err = leases.Create(ctx, lease, metav1.CreateOptions{FieldManager: controller.FieldManager})
+		if apierrors.IsAlreadyExists(err) { // a previous run of this identity: take it over
+			if written, err = leases.Get(ctx, m.name, metav1.GetOptions{}); err == nil {
+				lease := written.DeepCopy()
+				m.stamp(lease, now)
+				written, err = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: controller.FieldManager})
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.written, m.renewed = written, m.cfg.Clock.Now()
+	return nil
+}
+
+func (m *Members) stamp(lease *coordinationv1.Lease, now metav1.MicroTime) {
+	if lease.Labels == nil {
+		lease.Labels = map[string]string{}
+	}
+	lease.Labels[GroupLabel] = groupValue(m.cfg.Group)
+	lease.Labels[controller.ManagedByLabel] = controller.ManagedByValue
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	lease.Annotations[UnitsAnnotation] = strings.Join(m.cfg.Units, ",")
+	lease.Spec.HolderIdentity = ptr.To(m.cfg.Identity)
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32((m.cfg.LeaseDuration + time.Second - 1) / time.Second))
+	lease.Spec.RenewTime = &now
+	if lease.Spec.AcquireTime == nil {
+		lease.Spec.AcquireTime = &now
+	}
+}
+
+// observe records a member Lease; a new resourceVersion is a sign of life.
+func (m *Members) observe(obj any) {
+	lease, ok := obj.(*coordinationv1.Lease)
+	if !ok || lease.Name == m.name {
+		return
+	}
+	m.mu.Lock()
+	s := m.seen[lease.Name]
+	if s == nil || s.resourceVersion != lease.ResourceVersion {
+		m.seen[lease.Name] = &sighting{
+			identity:        ptr.Deref(lease.Spec.HolderIdentity, ""),
+			units:           splitUnits(lease.Annotations[UnitsAnnotation]),
+			resourceVersion: lease.ResourceVersion,
+			changed:         m.cfg.Clock.Now(),
+		}
+	}
+	m.mu.Unlock()
+	m.judge()
+}
+
+// forget drops a member whose Lease was deleted: it left.
+func (m *Members) forget(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	lease, ok := obj.(*coordinationv1.Lease)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	delete(m.seen, lease.Name)
+	m.mu.Unlock()
+	m.judge()
+}
+
+func splitUnits(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// judge recomputes the live members and the assignment, and tells the
+// subscribers if the assignment changed.
+func (m *Members) judge() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.cfg.Clock.Now()
+	offers := map[string][]string{} // identity → units
+	for _, s := range m.seen {
+		if s.identity != "" && now.Sub(s.changed) < m.cfg.LeaseDuration {
+			offers[s.identity] = s.units
+		}
+	}
+	if !m.leaving && !m.renewed.IsZero() && now.Sub(m.renewed) < m.cfg.LeaseDuration {
+		offers[m.cfg.Identity] = m.cfg.Units
+	}
+	live := make([]string, 0, len(offers))
+	for id := range offers {
+		live = append(live, id)
+	}
+	slices.Sort(live)
+	assigned := assignOffers(offers)
+	changed := !slices.Equal(live, m.live) || len(assigned) != len(m.assigned)
+	for u, id := range assigned {
+		changed = changed || m.assigned[u] != id
+	}
+	if !changed {
+		return
+	}
+	m.live, m.assigned = live, assigned
+	for _, ch := range m.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// assignOffers assigns each unit among the members that run it: the units
+// with the same candidates are assigned together, evenly.
+func assignOffers(offers map[string][]string) map[string]string {
+	candidates := map[string][]string{} // unit → members that run it
+	for id, units := range offers {
+		for _, u := range units {
+			candidates[u] = append(candidates[u], id)
+		}
+	}
+	groups := map[string][]string{} // candidate set → its units
+	sets := map[string][]string{}
+	for u, ids := range candidates {
+		slices.Sort(ids)
+		key := strings.Join(ids, "\x00")
+		groups[key] = append(groups[key], u)
+		sets[key] = ids
+	}
+	out := map[string]string{}
+	for key, units := range groups {
+		for u, id := range Assign(units, sets[key]) {
+			out[u] = id
+		}
+	}
+	return out
+}
+
+// collect deletes member Leases this replica has not seen change for ten
+// lease durations: replicas killed without leaving. Any replica may; the
+// precondition makes a Lease renewed meanwhile stay.
+func (m *Members) collect(ctx context.Context, store cache.Store) {
+	now := m.cfg.Clock.Now()
+	m.mu.Lock()
+	var stale []string
+	for name, s := range m.seen {
+		if now.Sub(s.changed) > 10*m.cfg.LeaseDuration {
+			stale = append(stale, name)
+		}
+	}
+	m.mu.Unlock()
+	for _, name := range stale {
+		obj, ok, _ := store.GetByKey(m.cfg.Namespace + "/" + name)
+		if !ok {
+			continue
+		}
+		lease := obj.(*coordinationv1.Lease)
+		err := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &lease.UID, ResourceVersion: &lease.ResourceVersion}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			klog.FromContext(ctx).V(2).Info("Cannot delete the Lease of a member gone for long", "lease", name, "err", err)
+		}
+	}
+}

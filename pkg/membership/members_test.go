@@ -1,0 +1,153 @@
+/*
+Copyright The NDSL controller-manager Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+
+package membership
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+)
+
+func newTestMembers(t *testing.T, identity string, units ...string) (*Members, *clocktesting.FakeClock) {
+	t.Helper()
+	clock := clocktesting.NewFakeClock(time.Now())
+	m := New(Config{Client: fake.NewClientset(), Namespace: "ns", Group: "cm", Identity: identity, Units: units,
+		LeaseDuration: 15 * time.Second, JudgeInterval: 2 * time.Second, Clock: clock})
+	if err := m.renew(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m.judge()
+	return m, clock
+}
+
+// memberLease is another replica's member Lease, renewed with its own clock.
+func memberLease(identity, rv string, renew time.Time, units string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: LeaseName("cm", identity), Namespace: "ns", ResourceVersion: rv,
+			Annotations: map[string]string{UnitsAnnotation: units}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(identity), LeaseDurationSeconds: ptr.To[int32](15),
+			RenewTime: ptr.To(metav1.NewMicroTime(renew))},
+	}
+}
+
+// A member is live while its Lease changes, as this replica sees it, and
+// gone a lease duration after the last change, whatever its renewTime says.
+func TestMembersJudgeByChangeNotClock(t *testing.T) {
+	for _, skew := range []time.Duration{-time.Hour, time.Hour} {
+		m, clock := newTestMembers(t, "a", "w1", "w2")
+		stamp := clock.Now().Add(skew) // b's clock, off by an hour, never moves
+		m.observe(memberLease("b", "1", stamp, "w1,w2"))
+		if got := m.Live(); len(got) != 2 {
+			t.Fatalf("skew %s: live = %v, want a and b", skew, got)
+		}
+		// b renews (its resourceVersion changes) every 10 s for a minute.
+		for i := 2; i < 8; i++ {
+			clock.Step(10 * time.Second)
+			m.observe(memberLease("b", string(rune('0'+i)), stamp, "w1,w2"))
+			if err := m.renew(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			m.judge()
+			if got := m.Live(); len(got) != 2 {
+				t.Fatalf("skew %s: b renewed 10 s ago, live = %v", skew, got)
+			}
+		}
+		if m.Mine("w1") == m.Mine("w2") {
+			t.Fatalf("skew %s: a owns w1 %v and w2 %v, want one each", skew, m.Mine("w1"), m.Mine("w2"))
+		}
+		// b stops renewing: gone once a lease duration passed on a's clock.
+		clock.Step(14 * time.Second)
+		if err := m.renew(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		m.judge()
+		if got := m.Live(); len(got) != 2 {
+			t.Fatalf("skew %s: 14 s after b's last renewal, live = %v, want b still", skew, got)
+		}
+		clock.Step(2 * time.Second)
+		m.judge()
+		if got := m.Live(); len(got) != 1 || got[0] != "a" {
+			t.Fatalf("skew %s: 16 s after b's last renewal, live = %v, want only a", skew, got)
+		}
+		if !m.Mine("w1") || !m.Mine("w2") {
+			t.Fatalf("skew %s: b is gone, but a does not own both units", skew)
+		}
+	}
+}
+
+// A unit goes only to a member that runs it, and a subscriber hears of
+// every change.
+func TestMembersAssignWhatEachRuns(t *testing.T) {
+	m, clock := newTestMembers(t, "a", "app", "ingress")
+	changes := m.Subscribe()
+	m.observe(memberLease("b", "1", clock.Now(), "app,ingress,pipeline"))
+	select {
+	case <-changes:
+	default:
+		t.Fatal("no change notified when b joined")
+	}
+	if got := m.Owner("pipeline"); got != "b" {
+		t.Fatalf("pipeline assigned to %q, want b, the only member that runs it", got)
+	}
+	if m.Owner("app") == m.Owner("ingress") {
+		t.Fatalf("app and ingress both assigned to %s", m.Owner("app"))
+	}
+	m.forget(memberLease("b", "1", clock.Now(), ""))
+	if got := m.Owner("pipeline"); got != "" {
+		t.Fatalf("pipeline assigned to %q after b left, want no one", got)
+	}
+}
+
+// A replica that leaves deletes its member Lease and owns nothing after.
+func TestMembersLeave(t *testing.T) {
+	m, _ := newTestMembers(t, "a", "w1")
+	ctx := context.Background()
+	leases := m.cfg.Client.CoordinationV1().Leases("ns")
+	lease, err := leases.Get(ctx, LeaseName("cm", "a"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease.Labels[GroupLabel] != "cm" || lease.Annotations[UnitsAnnotation] != "w1" || ptr.Deref(lease.Spec.HolderIdentity, "") != "a" {
+		t.Fatalf("member Lease = %+v", lease)
+	}
+	if !m.Mine("w1") {
+		t.Fatal("a alone does not own w1")
+	}
+	if err := m.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leases.Get(ctx, lease.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("member Lease after Leave: %v, want not found", err)
+	}
+	if m.Mine("w1") {
+		t.Fatal("a still owns w1 after it left")
+	}
+	if err := m.renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leases.Get(ctx, lease.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a renewal after Leave wrote the member Lease again: %v", err)
+	}
+}
