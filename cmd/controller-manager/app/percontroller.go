@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 
@@ -254,6 +255,13 @@ func (m *Manager) joinMembers(ctx context.Context, el *election) (*membership.Me
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		// A replica joins once its caches have synced: the controllers
+		// handed to it then run at once, as a warm standby's do.
+		if err := wait.PollUntilContextCancel(runCtx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+			return m.status.synced(), nil
+		}); err != nil {
+			return
+		}
 		if err := members.Run(runCtx); err != nil {
 			klog.FromContext(ctx).Error(err, "Cannot follow the other replicas; this replica leads only what it can take")
 		}

@@ -47,8 +47,10 @@ const spreadReplicas = 3
 type spreadResult struct {
 	lease, renew, retry time.Duration
 	objects             int
-	// allLed is from the start of the three replicas to all four Leases led.
+	// allLed is from the start of the first replica to all four Leases led.
 	allLed time.Duration
+	// joins are the second and third replicas', started one after the other.
+	joins []joinResult
 	// before and after are the division of the controllers over the
 	// replicas, before the kill and once all four are led again.
 	before, after map[string][]string
@@ -61,12 +63,23 @@ type spreadResult struct {
 	// cannot tell: the election stamps it before the spread delay.)
 	reled     time.Duration
 	reledEach map[string]time.Duration
+	// rebalanced is from the kill to the survivors leading two each.
+	rebalanced time.Duration
+}
+
+// joinResult is one replica joining: from its start to the controllers
+// divided evenly again, and how many changed leader on the way.
+type joinResult struct {
+	replica  string
+	balanced time.Duration
+	moved    int
 }
 
 // scenarioSpread starts three replicas with --leader-elect-per-controller
-// and the four controllers, reads how the Leases are divided once all four
-// are led, kill -9s the replica leading most, and times until the
-// survivors lead all four.
+// and the four controllers one after the other, timing each join until the
+// controllers are divided evenly again (membership hands them over), then
+// kill -9s the replica leading most and times until the survivors lead all
+// four, and lead two each.
 func scenarioSpread(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher) (spreadResult, error) {
 	logger := klog.FromContext(ctx)
 	res := spreadResult{lease: cfg.leaseDuration, renew: cfg.renewDeadline, retry: cfg.retryPeriod, reledEach: map[string]time.Duration{}}
@@ -86,7 +99,9 @@ func scenarioSpread(ctx context.Context, c *cluster, cfg config, l *e2eframework
 			_, _ = m.Terminate(time.Minute)
 		}
 	}()
+	var led map[string]*binaryManager
 	for i := range spreadReplicas {
+		started := time.Now()
 		m, err := startBinaryManager(ctx, l, fmt.Sprintf("spread-%d", i+1), append([]string{
 			"--leader-elect=true", "--leader-elect-per-controller",
 			"--controllers=*," + cleanupcontroller.ControllerName,
@@ -100,14 +115,28 @@ func scenarioSpread(ctx context.Context, c *cluster, cfg config, l *e2eframework
 			return res, err
 		}
 		replicas = append(replicas, m)
+		if i == 0 {
+			if led, err = waitAllLed(ctx, replicas, nil, cfg.leaseDuration+5*time.Minute, nil); err != nil {
+				return res, err
+			}
+			res.allLed = time.Since(begin)
+			logger.Info("Spread: all four controllers led by the first replica", "after", res.allLed)
+			continue
+		}
+		before := led
+		if led, err = waitEvenlyLed(ctx, replicas, nil, 5*time.Minute); err != nil {
+			return res, fmt.Errorf("after %s joined: %w", m.Name(), err)
+		}
+		join := joinResult{replica: m.Name(), balanced: time.Since(started)}
+		for name, r := range led {
+			if before[name] != r {
+				join.moved++
+			}
+		}
+		res.joins = append(res.joins, join)
+		logger.Info("Spread: a replica joined", "replica", m.Name(), "balancedAfter", join.balanced, "moved", join.moved, "division", divisionString(divide(led)))
 	}
-	var led map[string]*binaryManager
-	if led, err = waitAllLed(ctx, replicas, nil, cfg.leaseDuration+5*time.Minute, nil); err != nil {
-		return res, err
-	}
-	res.allLed = time.Since(begin)
 	res.before = divide(led)
-	logger.Info("Spread: all four controllers led", "after", res.allLed, "division", divisionString(res.before))
 
 	// The victim is the replica leading most; the first in order on a tie.
 	var victim *binaryManager
@@ -127,6 +156,10 @@ func scenarioSpread(ctx context.Context, c *cluster, cfg config, l *e2eframework
 		return res, fmt.Errorf("after kill -9 of %s: %w", victim.Name(), err)
 	}
 	res.reled = time.Since(killed)
+	if led, err = waitEvenlyLed(ctx, replicas, victim, 5*time.Minute); err != nil {
+		return res, fmt.Errorf("after kill -9 of %s: %w", victim.Name(), err)
+	}
+	res.rebalanced = time.Since(killed)
 	res.after = divide(led)
 	logger.Info("Spread: all four led again after kill -9", "victim", victim.Name(), "orphaned", res.orphaned,
 		"after", res.reled, "each", res.reledEach, "division", divisionString(res.after))
@@ -175,6 +208,42 @@ func waitAllLed(ctx context.Context, replicas []*binaryManager, skip *binaryMana
 		return nil, fmt.Errorf("waiting for the four controllers to be led: %w", err)
 	}
 	return led, nil
+}
+
+// waitEvenlyLed waits until the four controllers are led and the replicas
+// other than skip lead as many each, or one more.
+func waitEvenlyLed(ctx context.Context, replicas []*binaryManager, skip *binaryManager, timeout time.Duration) (map[string]*binaryManager, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		led, err := waitAllLed(ctx, replicas, skip, time.Until(deadline), nil)
+		if err != nil {
+			return nil, err
+		}
+		live := 0
+		for _, m := range replicas {
+			if m != skip {
+				live++
+			}
+		}
+		counts := map[*binaryManager]int{}
+		for _, m := range led {
+			counts[m]++
+		}
+		lo, hi := len(spreadControllers), 0
+		for _, m := range replicas {
+			if m != skip {
+				lo, hi = min(lo, counts[m]), max(hi, counts[m])
+			}
+		}
+		if hi-lo <= 1 && live > 0 {
+			return led, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // divide turns who leads which into the controllers of each replica.
@@ -226,17 +295,22 @@ func spreadRow(s *spreadResult) row {
 			each = append(each, fmt.Sprintf("%s %s", name, secs(d)))
 		}
 	}
+	var joins []string
+	for _, j := range s.joins {
+		joins = append(joins, fmt.Sprintf("%s joined: even again after %s, %d moved", j.replica, secs(j.balanced), j.moved))
+	}
 	return row{
-		number: "10", scenario: "A Lease per controller: spread over 3 replicas, kill -9 of one",
+		number: "10", scenario: "A Lease per controller: 3 replicas joining one by one, kill -9 of one",
 		size: fmt.Sprintf("%d cached objects, 4 controllers (cleanup included), 3 replicas; lease %s, renew %s, retry %s",
 			s.objects, s.lease, s.renew, s.retry),
 		raw: "—",
-		manager: fmt.Sprintf("divided %s (%s) %s after start; kill -9 of %s (%d Leases): all four led again after %s, divided %s (%s)",
-			divisionCounts(s.before, spreadReplicas), divisionString(s.before), secs(s.allLed), s.victim, len(s.orphaned), secs(s.reled),
+		manager: fmt.Sprintf("all four led %s after the first start; %s; divided %s (%s); kill -9 of %s (%d Leases): all four led again after %s, even again after %s, divided %s (%s)",
+			secs(s.allLed), strings.Join(joins, "; "), divisionCounts(s.before, spreadReplicas), divisionString(s.before),
+			s.victim, len(s.orphaned), secs(s.reled), secs(s.rebalanced),
 			divisionCounts(s.after, spreadReplicas-1), divisionString(s.after)),
 		ratio:  "—",
 		writes: "—",
-		where: fmt.Sprintf("the victim's controllers led again after: %s; expected: the lease duration, plus the survivors' jittered retry (1 to 2.2 retry periods), plus the spread delay (2 retry periods per Lease a survivor holds or is already trying for)",
+		where: fmt.Sprintf("the victim's controllers led again after: %s; expected: the lease duration plus up to one jittered retry period (membership counts the victim gone as its Leases expire); a join: the joiner's caches synced, then the holders drain what moves and the joiner takes each at its release",
 			strings.Join(each, ", ")),
 	}
 }
