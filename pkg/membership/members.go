@@ -99,6 +99,7 @@ func New(cfg Config) *Members {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	registerMetrics()
 	return &Members{
 		cfg:  cfg,
 		name: LeaseName(cfg.Group, cfg.Identity),
@@ -360,6 +361,14 @@ func (m *Members) judge() {
 		return
 	}
 	m.live, m.assigned = live, assigned
+	mine := 0
+	for _, id := range assigned {
+		if id == m.cfg.Identity {
+			mine++
+		}
+	}
+	membersGauge.WithLabelValues(m.cfg.Group).Set(float64(len(live)))
+	assignedGauge.WithLabelValues(m.cfg.Group).Set(float64(mine))
 	for _, ch := range m.subs {
 		select {
 		case ch <- struct{}{}:

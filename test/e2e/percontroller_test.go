@@ -118,6 +118,9 @@ func TestPerControllerLeases(t *testing.T) {
 	if line := metricLine(string(body), `leader_election_master_status{name="e2e-per-controller-app"}`); !strings.HasSuffix(line, " 1") {
 		t.Errorf("the app controller's leader reports %q, want leader_election_master_status{name=\"e2e-per-controller-app\"} 1", line)
 	}
+	if line := metricLine(string(body), `controller_manager_members{group="e2e-per-controller"}`); !strings.HasSuffix(line, " 3") {
+		t.Errorf("the app controller's leader reports %q, want controller_manager_members{group=\"e2e-per-controller\"} 3", line)
+	}
 
 	ns := newNamespace(t)
 	createApp(t, ns, newApp("before", 1, true))
@@ -160,6 +163,18 @@ func TestPerControllerLeases(t *testing.T) {
 		return err == nil && evenlyLed(led, procs, controllers), err
 	})
 	t.Logf("the survivors divide them as %s", division(led))
+	for _, p := range led {
+		_, body, err := p.Get(ctx, "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line := metricLine(string(body), `controller_manager_members{group="e2e-per-controller"}`); !strings.HasSuffix(line, " 2") {
+			t.Errorf("survivor %s reports %q, want controller_manager_members{group=\"e2e-per-controller\"} 2", p.Name, line)
+		}
+		if line := metricLine(string(body), `controller_manager_assigned_units{group="e2e-per-controller"}`); !strings.HasSuffix(line, " 2") {
+			t.Errorf("survivor %s reports %q, want controller_manager_assigned_units{group=\"e2e-per-controller\"} 2", p.Name, line)
+		}
+	}
 
 	createApp(t, ns, newApp("after", 1, true))
 	app = waitAppReady(t, ns, "after", convergeTimeout)
