@@ -74,6 +74,26 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The CI mode, unless told which, runs both Lease modes: with a Lease
+	// per controller the replicas hand controllers over as they join and
+	// leave (membership), under every fault.
+	if cfg.mode == "ci" && os.Getenv(envLeases) == "" {
+		for _, perController := range []bool{false, true} {
+			c := cfg
+			c.perController = perController
+			if c.artifacts != "" && perController {
+				c.artifacts = filepath.Join(c.artifacts, "per-controller")
+			}
+			t.Run(map[bool]string{false: "single", true: "per-controller"}[perController], func(t *testing.T) { runChaos(t, c) })
+		}
+		return
+	}
+	runChaos(t, cfg)
+}
+
+// runChaos is one run of the managers under cfg's fault schedule.
+func runChaos(t *testing.T, cfg config) {
+	var err error
 	steps := schedule(cfg.seed, cfg.duration, cfg.gap, cfg.faults)
 	t.Logf("chaos %s mode, seed %d (replay: %s=%s %s=%d), load: %d Apps, %d Pipelines, %d annotated Services, %d+%d blockers; lease %v/%v/%v; %d steps:\n%s",
 		cfg.mode, cfg.seed, envMode, cfg.mode, envSeed, cfg.seed, cfg.apps, cfg.pipelines, cfg.services, cfg.blockers, cfg.blockers,
