@@ -39,9 +39,16 @@ func (s Shard) Selector(k Key) string {
 	return apisharding.NewSelector(s.requirement(k.field)).String()
 }
 
-// Predicate returns whether an object, or the tombstone of one, belongs to
-// s by k. What has no object metadata is kept: no shard could place it.
+// Keeps returns whether an object belongs to s by k.
+func (s Shard) Keeps(k Key) func(obj metav1.Object) bool {
+	return func(obj metav1.Object) bool { return s.Contains(k.value(obj)) }
+}
+
+// Predicate is Keeps for what an event handler receives: an object or the
+// tombstone of one. What has no object metadata is kept: no shard could
+// place it.
 func (s Shard) Predicate(k Key) func(obj any) bool {
+	keeps := s.Keeps(k)
 	return func(obj any) bool {
 		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tombstone.Obj
@@ -50,7 +57,7 @@ func (s Shard) Predicate(k Key) func(obj any) bool {
 		if err != nil {
 			return true
 		}
-		return s.Contains(k.value(o))
+		return keeps(o)
 	}
 }
 
