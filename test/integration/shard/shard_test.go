@@ -31,13 +31,7 @@ import (
 
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	shards "github.com/ndsl/controller-manager/pkg/shard"
-	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
-	"github.com/ndsl/controller-manager/test/integration/framework"
 )
-
-// serverGate turns on server-side sharded list and watch (KEP-5866, alpha
-// in Kubernetes 1.36, off by default).
-const serverGate = "--feature-gates=ShardedListAndWatch=true"
 
 // counts are the --shards values the test runs side by side.
 var counts = []int{1, 2, 4}
@@ -51,24 +45,9 @@ const timeout = time.Minute
 // the client filter alone keeps each shard's range. Either way the shards of
 // every count partition the objects, each in the shard its hash says.
 func TestShardedInformers(t *testing.T) {
-	if crdErr != nil {
-		t.Fatalf("installing the CRDs: %v", crdErr)
-	}
+	requireSetup(t)
 	t.Run("client", func(t *testing.T) { testShards(t, cp.Config, shards.PathClient) })
-	t.Run("server", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		gated, err := controlplane.Start(ctx, controlplane.Options{APIServerArgs: []string{serverGate}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer gated.Stop()
-		// Not in TestMain: that installs them on the shared control plane.
-		if err := framework.InstallCRDs(ctx, gated.Config); err != nil {
-			t.Fatal(err)
-		}
-		testShards(t, gated.Config, shards.PathServer)
-	})
+	t.Run("server", func(t *testing.T) { testShards(t, gated.Config, shards.PathServer) })
 }
 
 // testShards creates objects of every kind, then, streaming lists
