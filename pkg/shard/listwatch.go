@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/klog/v2"
+
+	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
 // ListerWatcher is what NewListerWatcher returns: a cache.ListerWatcher
@@ -70,7 +72,7 @@ func NewListerWatcher(lw cache.ListerWatcher, s Shard, k Key, resource string) *
 		}
 		keeps := s.Keeps(k)
 		filtered := clientFiltered.WithLabelValues(resource)
-		l.outer = newFilteredListerWatcher(l.selecting, func(obj metav1.Object) bool {
+		l.outer = controller.NewFilteredListerWatcher(l.selecting, func(obj metav1.Object) bool {
 			if keeps(obj) {
 				return true
 			}

@@ -75,4 +75,3 @@ func canarySelector(k Key) string {
 	return apisharding.NewSelector(apisharding.ShardRangeRequirement{
 		Key: k.field, Start: "0x0000000000000000", End: "0x0000000000000001"}).String()
 }
-
