@@ -18,9 +18,12 @@ package shard
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientfeatures "k8s.io/client-go/features"
@@ -29,6 +32,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	shards "github.com/ndsl/controller-manager/pkg/shard"
 )
@@ -105,6 +109,15 @@ func testShards(t *testing.T, cfg *rest.Config, serverPath string) {
 					checkPartition(t, w, inf, kind, n)
 				}
 			}
+
+			// A volume handed to a Pipeline of another shard moves: it
+			// leaves the old shard (the filter turns the update into a
+			// deletion there) and enters the new one.
+			w.handOver(ctx)
+			w.fences(ctx)
+			waitPlaced(t, w, inf)
+			checkPartition(t, w, inf, volumes, 2)
+			checkPartition(t, w, inf, volumes, 4)
 		})
 	}
 }
@@ -257,4 +270,27 @@ func (w *world) fences(ctx context.Context) {
 	for _, uid := range owners {
 		w.volume(ctx, uid)
 	}
+}
+
+// handOver gives a volume a controller in the other shard of 2, and of 4.
+func (w *world) handOver(ctx context.Context) {
+	w.t.Helper()
+	for name, from := range w.objects[volumes] {
+		if from == "" {
+			continue
+		}
+		for _, to := range w.pipelineUIDs {
+			if oracleShard(to, 2) == oracleShard(from, 2) {
+				continue
+			}
+			patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":%q,"kind":"Pipeline","name":"owner","uid":%q,"controller":true}]}}`,
+				pipelinev1beta1.SchemeGroupVersion.String(), to)
+			if _, err := w.kube.CoreV1().PersistentVolumes().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				w.t.Fatalf("handing PersistentVolume %s over: %v", name, err)
+			}
+			w.objects[volumes][name] = to
+			return
+		}
+	}
+	w.t.Fatal("no volume and Pipeline in different shards")
 }
