@@ -41,7 +41,9 @@ type Key struct {
 
 // Namespace places namespaced objects by their namespace, so that an App,
 // its children and the Services and Ingresses the Ingress controller reads
-// in one namespace are all in one shard.
+// in one namespace are all in one shard. Mind the names: namespaces that
+// differ only in a short suffix hash close together and may share a shard
+// (see the package documentation).
 var Namespace = Key{name: "namespace", field: namespaceField, value: func(o metav1.Object) string { return o.GetNamespace() }}
 
 // UID places objects by their uid: cluster-scoped owners such as Pipelines,

@@ -107,3 +107,21 @@ func TestNamespaceAndUID(t *testing.T) {
 		t.Error("what has no metadata is dropped")
 	}
 }
+
+// Pinned, the limit the package documentation states: FNV-1a barely mixes a
+// value's last bytes into the high bits the ranges are cut on, so ten
+// namespaces that differ in their last character share one shard of 4.
+func TestShortSuffixesShareAShard(t *testing.T) {
+	shards, _ := All(4)
+	for _, s := range shards {
+		in := 0
+		for i := range 10 {
+			if s.Contains(fmt.Sprintf("team-%d", i)) {
+				in++
+			}
+		}
+		if in != 0 && in != 10 {
+			t.Errorf("shard %s holds %d of team-0 ... team-9, want all or none", s, in)
+		}
+	}
+}
