@@ -19,10 +19,13 @@ package shard
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	apisharding "k8s.io/apimachinery/pkg/sharding"
+	"k8s.io/apiserver/pkg/sharding"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -74,4 +77,25 @@ func Probe(ctx context.Context, lw cache.ListerWatcherWithContext, k Key) (strin
 func canarySelector(k Key) string {
 	return apisharding.NewSelector(apisharding.ShardRangeRequirement{
 		Key: k.field, Start: "0x0000000000000000", End: "0x0000000000000001"}).String()
+}
+
+// honoured reports whether list is the API server's answer to selector, not
+// the whole collection: only a server that applied the selector echoes it
+// in ListMeta.ShardInfo (and only on a built-in type's typed list). The echo is parsed with the server's own parser and
+// compared range by range, so that a change in its formatting does not read
+// as "ignored".
+func honoured(list runtime.Object, selector string) bool {
+	sl, ok := list.(metav1.ShardedListInterface)
+	if !ok || sl.GetShardInfo() == nil {
+		return false
+	}
+	got, err := sharding.Parse(sl.GetShardInfo().Selector)
+	if err != nil {
+		return false
+	}
+	want, err := sharding.Parse(selector)
+	if err != nil {
+		return false
+	}
+	return slices.Equal(got.Requirements(), want.Requirements())
 }

@@ -20,7 +20,7 @@ import (
 	"fmt"
 	"math/bits"
 
-	"k8s.io/apimachinery/pkg/sharding"
+	apisharding "k8s.io/apimachinery/pkg/sharding"
 )
 
 // hashSpaceEnd is 2^64, the exclusive upper bound of the last range, in the
@@ -71,19 +71,19 @@ func bound(i, n int) string {
 // Contains reports whether value hashes into s: the hash and the comparison
 // are apimachinery's (pkg/sharding), the ones the API server filters with.
 func (s Shard) Contains(value string) bool {
-	return s.containsHash("0x" + sharding.HashField(value))
+	return s.containsHash("0x" + apisharding.HashField(value))
 }
 
 // containsHash reports whether h, in the API server's hex form, is in
 // [start, end).
 func (s Shard) containsHash(h string) bool {
-	return !sharding.HexLess(h, s.start) && sharding.HexLess(h, s.end)
+	return !apisharding.HexLess(h, s.start) && apisharding.HexLess(h, s.end)
 }
 
 // requirement is s as a shard range over field, e.g.
 // "object.metadata.namespace".
-func (s Shard) requirement(field string) sharding.ShardRangeRequirement {
-	return sharding.ShardRangeRequirement{Key: field, Start: s.start, End: s.end}
+func (s Shard) requirement(field string) apisharding.ShardRangeRequirement {
+	return apisharding.ShardRangeRequirement{Key: field, Start: s.start, End: s.end}
 }
 
 // String names the shard for logs and metrics, e.g. "1/4".

@@ -17,14 +17,7 @@ limitations under the License.
 package shard
 
 import (
-	"slices"
-
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	apisharding "k8s.io/apimachinery/pkg/sharding"
-	"k8s.io/apiserver/pkg/sharding"
-	"k8s.io/client-go/tools/cache"
 )
 
 // Selector is the ListOptions.ShardSelector that asks the API server for s's
@@ -37,53 +30,4 @@ func (s Shard) Selector(k Key) string {
 		return ""
 	}
 	return apisharding.NewSelector(s.requirement(k.field)).String()
-}
-
-// Keeps returns whether an object belongs to s by k.
-func (s Shard) Keeps(k Key) func(obj metav1.Object) bool {
-	return func(obj metav1.Object) bool { return s.Contains(k.value(obj)) }
-}
-
-// Predicate is Keeps for what an event handler receives: an object or the
-// tombstone of one. What has no object metadata is kept: no shard could
-// place it.
-func (s Shard) Predicate(k Key) func(obj any) bool {
-	keeps := s.Keeps(k)
-	return func(obj any) bool {
-		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tombstone.Obj
-		}
-		o, err := meta.Accessor(obj)
-		if err != nil {
-			return true
-		}
-		return keeps(o)
-	}
-}
-
-// shardedList is the part of a list that says whether the API server applied
-// a shard selector (metav1.ListMeta implements it).
-type shardedList interface {
-	GetShardInfo() *metav1.ShardInfo
-}
-
-// honoured reports whether list is the API server's answer to selector, not
-// the whole collection: only a server that applied the selector echoes it
-// in ListMeta.ShardInfo. The echo is parsed with the server's own parser and
-// compared range by range, so that a change in its formatting does not read
-// as "ignored".
-func honoured(list runtime.Object, selector string) bool {
-	sl, ok := list.(shardedList)
-	if !ok || sl.GetShardInfo() == nil {
-		return false
-	}
-	got, err := sharding.Parse(sl.GetShardInfo().Selector)
-	if err != nil {
-		return false
-	}
-	want, err := sharding.Parse(selector)
-	if err != nil {
-		return false
-	}
-	return slices.Equal(got.Requirements(), want.Requirements())
 }
