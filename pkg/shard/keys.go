@@ -52,10 +52,11 @@ var Namespace = Key{name: "namespace", field: namespaceField, value: func(o meta
 var UID = Key{name: "uid", field: uidField, value: func(o metav1.Object) string { return string(o.GetUID()) }}
 
 // ControllerOwner places an object where its controller is: by the
-// controller's uid when the controller is of one of the cluster-scoped kinds
-// in owners (a Pipeline's PV, PVC, Deployment and Service), else as Namespace
-// does (an App's children are in their App's namespace, and a cluster-scoped
-// object with no such controller lands in the shard of namespace "").
+// controller's uid when the controller is of one of the kinds in owners,
+// which are sharded by UID (a Pipeline's PV, PVC, Deployment and Service),
+// else as Namespace does (an App's children are in their App's namespace,
+// and a cluster-scoped object with no such controller lands in the shard of
+// namespace ""). Each object is in exactly one shard either way.
 //
 // The API server cannot select by an owner reference (its shard selector
 // knows only object.metadata.uid and object.metadata.namespace), so this key
