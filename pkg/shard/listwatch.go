@@ -59,6 +59,10 @@ var _ cache.ListerWatcherWithContext = &ListerWatcher{}
 // the server selected, the filter drops nothing (shard_client_filtered_total
 // stays 0).
 //
+// lw should be the plain ListWatch (label selector and all): the probe
+// lists through it, which another client-side filter, with state of what it
+// passed, should not see. Put such filters outside, around the result.
+//
 // resource names the resource in logs and metrics, e.g. "apps".
 func NewListerWatcher(lw cache.ListerWatcher, s Shard, k Key, resource string) *ListerWatcher {
 	l := &ListerWatcher{outer: lw, watchListUnsupported: watchlist.DoesClientNotSupportWatchListSemantics(lw)}
