@@ -18,6 +18,7 @@ package shard
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,9 +27,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 )
@@ -37,10 +40,12 @@ import (
 const firstHalf = "shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')"
 
 // What the API servers answer to a shard selector, the facts pkg/shard's
-// probe rests on: with the gate, the server filters every list, but echoes
-// the selector in ListMeta.ShardInfo only on a built-in type's typed list,
-// not on a custom resource's list (served unstructured) nor on a
-// metadata-only list; without the gate it ignores the selector silently.
+// probe rests on: with the gate, the server filters every list and a
+// streaming list's initial events, but echoes the selector in
+// ListMeta.ShardInfo only on a built-in type's typed list, not on a custom
+// resource's list (served unstructured), nor on a metadata-only list, nor
+// in a streaming list, which has no ListMeta; without the gate it ignores
+// the selector silently.
 func TestShardInfo(t *testing.T) {
 	requireSetup(t)
 	for _, tc := range []struct {
@@ -87,6 +92,8 @@ func TestShardInfo(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkList(t, "a metadata-only list of Services", partial, tc.gated, "", halves[0])
+
+			checkStream(ctx, t, w, tc.gated, halves[0])
 		})
 	}
 }
@@ -114,5 +121,54 @@ func checkList(t *testing.T, what string, list runtime.Object, filtered bool, wa
 	}
 	if echo != wantEcho {
 		t.Errorf("%s echoes shard selector %q, want %q", what, echo, wantEcho)
+	}
+}
+
+// checkStream checks a streaming list (WatchListClient's request): its
+// initial events are filtered like a list, and the bookmark that ends them
+// is a bare Service, no list, so there is nothing to echo the selector in.
+func checkStream(ctx context.Context, t *testing.T, w *world, filtered bool, first string) {
+	t.Helper()
+	watcher, err := w.kube.CoreV1().Services("").Watch(ctx, metav1.ListOptions{
+		LabelSelector:        w.selector(),
+		ShardSelector:        firstHalf,
+		SendInitialEvents:    ptr.To(true),
+		AllowWatchBookmarks:  true,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Stop()
+	var initial []string
+	for {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no bookmark ended the initial events")
+		case ev := <-watcher.ResultChan():
+			switch ev.Type {
+			case watch.Added:
+				initial = append(initial, ev.Object.(*corev1.Service).Namespace)
+				continue
+			case watch.Bookmark:
+				svc, ok := ev.Object.(*corev1.Service)
+				if !ok || svc.Annotations[metav1.InitialEventsAnnotationKey] != "true" {
+					continue
+				}
+				if svc.Name != "" || svc.ResourceVersion == "" {
+					t.Errorf("the bookmark ending the initial events is %q at resourceVersion %q, want a bare Service", svc.Name, svc.ResourceVersion)
+				}
+			default:
+				t.Fatalf("unexpected %s event in a streaming list", ev.Type)
+			}
+		}
+		break
+	}
+	want := 2
+	if filtered {
+		want = 1
+	}
+	if len(initial) != want || !slices.Contains(initial, first) {
+		t.Errorf("a streaming list's initial events are of namespaces %v; want %d, %s among them", initial, want, first)
 	}
 }
