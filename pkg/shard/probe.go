@@ -81,9 +81,9 @@ func canarySelector(k Key) string {
 
 // honoured reports whether list is the API server's answer to selector, not
 // the whole collection: only a server that applied the selector echoes it
-// in ListMeta.ShardInfo (and only on a built-in type's typed list). The echo is parsed with the server's own parser and
-// compared range by range, so that a change in its formatting does not read
-// as "ignored".
+// in ListMeta.ShardInfo (and only on a built-in type's typed list). The echo
+// is parsed with the server's own parser and compared range by range, so
+// that a change in its formatting does not read as "ignored".
 func honoured(list runtime.Object, selector string) bool {
 	sl, ok := list.(metav1.ShardedListInterface)
 	if !ok || sl.GetShardInfo() == nil {
