@@ -17,6 +17,9 @@
 #   6. the cluster deleted, unless KEEP_CLUSTER=1 (an existing cluster of the
 #      same name is reused).
 # KIND_UP=1 (make kind-up, hack/kind/up.sh) stops after stage 4.
+# KIND_APISERVER_FEATURE_GATES (e.g. ShardedListAndWatch=true, the server
+# path of --shards) is passed to kube-apiserver's --feature-gates when the
+# cluster is created (a reused cluster keeps its own).
 # Stage times go to $E2E_ARTIFACTS/timings.txt, logs beside it.
 set -euo pipefail
 
@@ -161,6 +164,17 @@ EOF
     etcd:
       local:
         imageTag: $etcd_tag
+EOF
+  fi
+  if [[ -n ${KIND_APISERVER_FEATURE_GATES:-} ]]; then
+    # kubeadm v1beta4 (kind for Kubernetes 1.31+): extraArgs is a list.
+    cat <<EOF
+  - |
+    kind: ClusterConfiguration
+    apiServer:
+      extraArgs:
+        - name: feature-gates
+          value: $KIND_APISERVER_FEATURE_GATES
 EOF
   fi
 }
