@@ -37,8 +37,8 @@ type HAOptions struct {
 	// Standby is StandbyWarm or StandbyCold.
 	Standby string
 	// PerController runs each enabled controller under its own Lease,
-	// <leader-elect-resource-name>-<controller>, so controllers spread
-	// across replicas.
+	// <leader-elect-resource-name>-<controller>, so that the replicas share
+	// the controllers (pkg/membership).
 	PerController bool
 }
 
@@ -51,7 +51,7 @@ func bindHAFlags(o *HAOptions, fs *pflag.FlagSet) {
 	fs.StringVar(&o.Standby, "standby", o.Standby,
 		"What a replica runs while it does not lead: 'warm' builds the controllers and syncs their caches, so a takeover starts working at once (each standby holds a full cache and one watch per resource); 'cold' starts nothing until it leads, for replicas short of memory.")
 	fs.BoolVar(&o.PerController, "leader-elect-per-controller", o.PerController,
-		"Run each enabled controller under its own Lease, <leader-elect-resource-name>-<controller>, so that replicas share the controllers; a replica tries for a Lease two retry periods later per Lease it already holds. Requires --standby=warm.")
+		"Run each enabled controller under its own Lease, <leader-elect-resource-name>-<controller>, so that replicas share the controllers evenly: each replica keeps a member Lease, <leader-elect-resource-name>-member-<hash>, and leads the controllers assigned to it. Requires --standby=warm.")
 }
 
 // Validate returns the problems with the HA options.
