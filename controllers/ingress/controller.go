@@ -20,6 +20,7 @@ limitations under the License.
 package ingress
 
 import (
+	"cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -56,7 +57,7 @@ func NewController(
 	opts Options,
 ) (*Controller, error) {
 	c := &Controller{
-		Base:      controller.NewBase(ControllerName, opts.Workers, opts.Queue),
+		Base:      controller.NewBase(cmp.Or(opts.Name, ControllerName), opts.Workers, opts.Queue),
 		recorder:  recorder,
 		opts:      opts,
 		services:  services.Lister(),
