@@ -26,6 +26,7 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	networkinginformers "k8s.io/client-go/informers/networking/v1"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -44,10 +45,15 @@ type Controller struct {
 
 	services  corelisters.ServiceLister
 	ingresses *controller.Ingresses
+	// serviceClient reads a Service the cache does not hold, which
+	// controls an Ingress (syncUncached).
+	serviceClient corev1client.ServicesGetter
 }
 
 // NewController builds the controller and registers its event handlers on
-// the shared informers; it starts nothing.
+// the shared informers; it starts nothing. services should hold only the
+// Wanted Services (NewServiceInformer); a Service it lacks is looked up
+// live only when it controls an Ingress.
 func NewController(
 	services coreinformers.ServiceInformer,
 	ingresses networkinginformers.IngressInformer,
@@ -61,6 +67,8 @@ func NewController(
 		opts:      opts,
 		services:  services.Lister(),
 		ingresses: controller.NewIngresses(ingresses, kubeClient),
+
+		serviceClient: kubeClient.CoreV1(),
 	}
 	c.Synced = []cache.InformerSynced{services.Informer().HasSynced, ingresses.Informer().HasSynced}
 	c.Reconcile = c.sync
@@ -72,8 +80,9 @@ func NewController(
 		return c.services.Services(key.Namespace).Get(key.Name)
 	}, "Giving up on the Ingress after repeated failures")
 
-	// Every Service: one that lost its annotation may still own an Ingress
-	// to delete, and resyncs re-check every Service against its Ingress.
+	// Every Service the informer holds, and its leaving it: one that lost
+	// its annotations arrives as a delete, and may still own an Ingress to
+	// delete. Resyncs re-check every held Service against its Ingress.
 	if err := c.Handle(services.Informer(), controller.EnqueueObject(c.Queue)); err != nil {
 		return nil, err
 	}
