@@ -20,6 +20,7 @@ limitations under the License.
 package ingress
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -83,7 +84,17 @@ func NewController(
 	// Every Service the informer holds, and its leaving it: one that lost
 	// its annotations arrives as a delete, and may still own an Ingress to
 	// delete. Resyncs re-check every held Service against its Ingress.
-	if err := c.Handle(services.Informer(), controller.EnqueueObject(c.Queue)); err != nil {
+	handlers := controller.EnqueueObject(c.Queue)
+	enqueueDeleted := handlers.DeleteFunc
+	handlers.DeleteFunc = func(obj any) {
+		// Deleted with its annotations on, it is gone, and its Ingress
+		// with it (the garbage collector): nothing to do, nothing to read.
+		if svc, ok := obj.(*corev1.Service); ok && Wanted(svc) {
+			return
+		}
+		enqueueDeleted(obj)
+	}
+	if err := c.Handle(services.Informer(), handlers); err != nil {
 		return nil, err
 	}
 	if err := c.Handle(ingresses.Informer(),
