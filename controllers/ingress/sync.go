@@ -107,7 +107,7 @@ func (c *Controller) syncUncached(ctx context.Context, key controller.Key) error
 	case err != nil:
 		return fmt.Errorf("reading Service %s, not in the cache, which controls Ingress %s: %w", key, live.Name, err)
 	case svc.UID != ref.UID || svc.DeletionTimestamp != nil:
-		return nil // its owner is gone: the garbage collector's
+		return nil // its owner is gone or going: the garbage collector's
 	case Wanted(svc):
 		return nil // the cache is behind: adding it requeues the Service
 	}
