@@ -309,10 +309,11 @@ func (m *Manager) controllerContext(u *unit) (ControllerContext, []factory, erro
 		lists = newShardLists(*u.shard, u.ShardKeys)
 		kubeClient = shardedKube{Interface: kubeClient, s: lists}
 	}
-	// Children come from ManagedInformerFactory; this one holds the kinds
-	// read cluster-wide (the Ingress controller's Services), lean.
+	// Children come from ManagedInformerFactory, the Ingress controller's
+	// Services from their own filtered factory (ingressServices); this one
+	// is for a built-in kind a controller needs whole and cluster-wide.
 	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
-		informers.WithTransform(unselectedTransform))
+		informers.WithTransform(controller.Compact))
 	cc.InformerFactory = kubeFactory
 	cc.filtered = newFilteredFactories(kubeClient, resync, informers.WithTransform(controller.Compact))
 

@@ -77,16 +77,30 @@ func newIngressController(_ context.Context, cc ControllerContext) (Controller, 
 	if err != nil {
 		return nil, err
 	}
-	// Its input Services carry no label to select by: the unselected
-	// factory holds them, cut down by ingress.TransformService.
 	return ingress.NewController(
-		cc.InformerFactory.Core().V1().Services(),
+		ingressServices(cc).Core().V1().Services(),
 		cc.ManagedInformerFactory().Networking().V1().Ingresses(),
 		client,
 		cc.EventRecorder(ingress.ControllerName),
 		opts,
 	)
 }
+
+// ingressServices is the factory of the Ingress controller's Services, the
+// ones with an ingress/ annotation (ingress.NewServiceInformer), cut down
+// by ingress.TransformService. Its input Services carry no label to select
+// by: every Service is listed and watched, and the others are dropped as
+// they arrive, so that the Services of a cluster the manager does not
+// manage cost no memory.
+func ingressServices(cc ControllerContext) informers.SharedInformerFactory {
+	factory := cc.FilteredInformerFactory(ingressServicesFactoryName, informers.WithTransform(ingress.TransformService))
+	// First come, first served: whoever asks this factory for Services
+	// afterwards gets this informer.
+	factory.InformerFor(&corev1.Service{}, ingress.NewServiceInformer)
+	return factory
+}
+
+const ingressServicesFactoryName = "ingress-services"
 
 func newCleanupController(_ context.Context, cc ControllerContext) (Controller, error) {
 	opts := cc.Options.Cleanup
@@ -95,9 +109,11 @@ func newCleanupController(_ context.Context, cc ControllerContext) (Controller, 
 	if err != nil {
 		return nil, err
 	}
+	// Its owner Services are the Ingress controller's, the only Services
+	// that own what this manager creates.
 	return cleanup.NewController(
 		cc.ManagedInformerFactory(),
-		cc.InformerFactory,
+		ingressServices(cc),
 		cc.CRDInformerFactory,
 		client,
 		cc.EventRecorder(cleanup.ControllerName),
@@ -152,9 +168,9 @@ func newAppController(_ context.Context, cc ControllerContext) (Controller, erro
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = appcontroller.PodSelector().String() }),
 		informers.WithTransform(appcontroller.TransformPod),
 	)
-	// Its children, Services included, from the selected factory, even
-	// beside the Ingress controller's unselected Services: those are cut
-	// down to what that controller reads.
+	// Its children, Services included, from the selected factory: its
+	// Services carry no ingress/ annotation, so the Ingress controller's
+	// informer does not hold them.
 	managed := cc.ManagedInformerFactory()
 	return appcontroller.NewController(
 		cc.CRDInformerFactory.App().V1beta1().Apps(),
