@@ -33,16 +33,18 @@ import (
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
+	"github.com/ndsl/controller-manager/controllers/ingress"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	shards "github.com/ndsl/controller-manager/pkg/shard"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
-// Two replicas with --shards=2 split the App controller into app-0 and
-// app-1, one each; each writes only in the namespaces of the shard it
-// leads, and every App converges. When one stops, the other leads both
-// shards and converges Apps of either. On both API server paths.
+// Two replicas with --shards=2 split the App and Ingress controllers into
+// app-0, app-1, ingress-0 and ingress-1, two each; each unit writes only in
+// the namespaces of its shard, and every App and annotated Service
+// converges. When one replica stops, the other leads every unit and
+// converges Apps of either shard. On both API server paths.
 func TestShardedManagers(t *testing.T) {
 	requireSetup(t)
 	for _, tc := range []struct {
@@ -80,14 +82,14 @@ func testShardedManagers(t *testing.T, cp *controlplane.ControlPlane) {
 		o.LeaderElection.RetryPeriod = metav1.Duration{Duration: 500 * time.Millisecond}
 		o.HA.PerController = true
 		o.HA.Shards = 2
-		o.Generic.Controllers = []string{appcontroller.ControllerName}
+		o.Generic.Controllers = []string{appcontroller.ControllerName, ingress.ControllerName}
 	}
 	replicas := map[string]*framework.Manager{
 		"a": framework.StartManager(t, cp.Config, sharded),
 		"b": framework.StartManager(t, cp.Config, sharded),
 	}
 	var ledBy map[string]string
-	framework.Eventually(t, 60*time.Second, "app-0 and app-1 led by one replica each", func(context.Context) (bool, error) {
+	framework.Eventually(t, 60*time.Second, "the four units led, two by each replica", func(context.Context) (bool, error) {
 		ledBy = map[string]string{}
 		for name, m := range replicas {
 			for _, c := range debug(t, m).Controllers {
@@ -99,28 +101,47 @@ func testShardedManagers(t *testing.T, cp *controlplane.ControlPlane) {
 				}
 			}
 		}
-		return len(ledBy) == 2 && ledBy["app-0"] != ledBy["app-1"], nil
+		per := map[string]int{}
+		for _, r := range ledBy {
+			per[r]++
+		}
+		return len(ledBy) == 4 && per["a"] == 2 && per["b"] == 2, nil
 	})
 	t.Logf("led: %v; namespaces by shard: %v", ledBy, byShard)
 
 	for _, nss := range byShard {
 		for _, ns := range nss {
 			createApp(t, crd, ns, "web")
+			createAnnotatedService(t, cp.Client, ns, "site")
 		}
 	}
 	for _, nss := range byShard {
 		for _, ns := range nss {
 			waitDeployment(t, cp.Client, ns, "web")
+			framework.Eventually(t, 60*time.Second, "the Ingress of Service "+ns+"/site", func(ctx context.Context) (bool, error) {
+				_, err := cp.Client.NetworkingV1().Ingresses(ns).Get(ctx, "site", metav1.GetOptions{})
+				return err == nil, nil
+			})
 		}
 	}
-	// No replica wrote in the namespaces of the shard it does not lead.
-	for i := range 2 {
-		leader := ledBy[fmt.Sprintf("app-%d", i)]
-		for req := range replicas[leader].Writes.ByRequest() {
-			if ns := namespaceOf(req); ns != "" && strings.HasSuffix(ns, "-apps") && shardOf(ns, 2) != i {
-				t.Errorf("replica %s, leading app-%d, wrote %s, in shard %d", leader, i, req, shardOf(ns, 2))
+	// Each unit wrote only in the namespaces of its shard.
+	units := 0
+	for name, m := range replicas {
+		for client, reqs := range m.Writes.ByClient() {
+			controllerName, index, ok := strings.Cut(client, "-")
+			if !ok || (controllerName != appcontroller.ControllerName && controllerName != ingress.ControllerName) {
+				continue
+			}
+			units++
+			for req := range reqs {
+				if ns := namespaceOf(req); strings.HasSuffix(ns, "-apps") && fmt.Sprint(shardOf(ns, 2)) != index {
+					t.Errorf("unit %s on replica %s wrote %s, in shard %d", client, name, req, shardOf(ns, 2))
+				}
 			}
 		}
+	}
+	if units != 4 {
+		t.Errorf("%d units wrote, want the four", units)
 	}
 
 	// The leader of app-0 stops: the other leads both shards.
@@ -130,14 +151,14 @@ func testShardedManagers(t *testing.T, cp *controlplane.ControlPlane) {
 	}
 	delete(replicas, stopped)
 	for _, m := range replicas {
-		framework.Eventually(t, 30*time.Second, "the other replica to lead both shards", func(context.Context) (bool, error) {
+		framework.Eventually(t, 30*time.Second, "the other replica to lead every unit", func(context.Context) (bool, error) {
 			led := 0
 			for _, c := range debug(t, m).Controllers {
 				if c.Leading {
 					led++
 				}
 			}
-			return led == 2, nil
+			return led == 4, nil
 		})
 	}
 	for _, nss := range byShard {
@@ -175,6 +196,15 @@ func createNamespace(t *testing.T, client kubernetes.Interface, name string) {
 	t.Cleanup(func() {
 		_ = client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
+}
+
+func createAnnotatedService(t *testing.T, client kubernetes.Interface, ns, name string) {
+	t.Helper()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"ingress/http": "true"}},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := client.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func createApp(t *testing.T, crd versioned.Interface, ns, name string) {
