@@ -30,10 +30,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/controllers/ingress"
+	"github.com/ndsl/controller-manager/controllers/pipeline"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	shards "github.com/ndsl/controller-manager/pkg/shard"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
@@ -244,4 +246,106 @@ func debug(t *testing.T, m *framework.Manager) app.DebugStatus {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// Two replicas with --shards=2 split the Pipeline controller by the
+// Pipelines' uids: each Pipeline's children and status are written by the
+// unit of its shard alone. On both API server paths.
+func TestShardedPipelines(t *testing.T) {
+	requireSetup(t)
+	for _, tc := range []struct {
+		name string
+		cp   *controlplane.ControlPlane
+	}{{"client", cp}, {"server", gated}} {
+		t.Run(tc.name, func(t *testing.T) { testShardedPipelines(t, tc.cp) })
+	}
+}
+
+func testShardedPipelines(t *testing.T, cp *controlplane.ControlPlane) {
+	crd, err := versioned.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaseNS := framework.CreateNamespace(t, cp.Client)
+	childNS := framework.CreateNamespace(t, cp.Client)
+	sharded := func(o *options.Options) {
+		o.LeaderElection.LeaderElect = true
+		o.LeaderElection.ResourceNamespace = leaseNS
+		o.LeaderElection.ResourceName = "sharded"
+		o.LeaderElection.LeaseDuration = metav1.Duration{Duration: 4 * time.Second}
+		o.LeaderElection.RenewDeadline = metav1.Duration{Duration: 2 * time.Second}
+		o.LeaderElection.RetryPeriod = metav1.Duration{Duration: 500 * time.Millisecond}
+		o.HA.PerController = true
+		o.HA.Shards = 2
+		o.Generic.Controllers = []string{pipeline.ControllerName}
+		o.Pipeline.AllowedNamespaces = []string{pipeline.AnyNamespace}
+	}
+	replicas := map[string]*framework.Manager{
+		"a": framework.StartManager(t, cp.Config, sharded),
+		"b": framework.StartManager(t, cp.Config, sharded),
+	}
+	framework.Eventually(t, 60*time.Second, "pipeline-0 and pipeline-1 led by one replica each", func(context.Context) (bool, error) {
+		led := map[string]string{}
+		for name, m := range replicas {
+			for _, c := range debug(t, m).Controllers {
+				if c.Leading {
+					led[c.Name] = name
+				}
+			}
+		}
+		return len(led) == 2 && led["pipeline-0"] != led["pipeline-1"], nil
+	})
+
+	// Pipelines until each shard has two.
+	shardOfPipeline := map[string]int{}
+	count := map[int]int{}
+	for i := 0; count[0] < 2 || count[1] < 2; i++ {
+		p := &pipelinev1beta1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("sharded-%s-%d", childNS, i)},
+			Spec: pipelinev1beta1.PipelineSpec{Namespace: childNS,
+				Steps: []pipelinev1beta1.PipelineStep{{Model: "m", Image: "nginx:latest", Location: "node-1"}},
+				ModelStorage: pipelinev1beta1.ModelStorage{Type: pipelinev1beta1.StorageTypeNFS,
+					CSIParameter: map[string]string{"server": "192.168.20.235", "share": "/home/aiedge/csiTest"}}}}
+		created, err := crd.PipelineV1beta1().Pipelines().Create(context.Background(), p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = crd.PipelineV1beta1().Pipelines().Delete(context.Background(), created.Name, metav1.DeleteOptions{})
+		})
+		i := shardOf(string(created.UID), 2)
+		shardOfPipeline[created.Name] = i
+		count[i]++
+	}
+	framework.Eventually(t, 60*time.Second, "every Pipeline's status written", func(ctx context.Context) (bool, error) {
+		for name := range shardOfPipeline {
+			p, err := crd.PipelineV1beta1().Pipelines().Get(ctx, name, metav1.GetOptions{})
+			if err != nil || p.Status.ObservedGeneration == 0 {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	units := 0
+	for name, m := range replicas {
+		for client, reqs := range m.Writes.ByClient() {
+			controllerName, index, ok := strings.Cut(client, "-")
+			if !ok || controllerName != pipeline.ControllerName {
+				continue
+			}
+			units++
+			for req := range reqs {
+				_, rest, ok := strings.Cut(req, "/pipelines/")
+				if !ok {
+					continue
+				}
+				pname, _, _ := strings.Cut(rest, "/")
+				if i, ours := shardOfPipeline[pname]; ours && fmt.Sprint(i) != index {
+					t.Errorf("unit %s on replica %s wrote %s, of a Pipeline in shard %d", client, name, req, i)
+				}
+			}
+		}
+	}
+	if units != 2 {
+		t.Errorf("%d units wrote, want pipeline-0 and pipeline-1", units)
+	}
 }
