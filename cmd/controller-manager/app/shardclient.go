@@ -60,6 +60,7 @@ type shardLists struct {
 }
 
 func newShardLists(s shard.Shard, keys map[string]shard.Key) *shardLists {
+	shard.RegisterMetrics()
 	return &shardLists{shard: s, keys: keys, lws: map[string]*shard.ListerWatcher{}}
 }
 
