@@ -22,6 +22,7 @@ limitations under the License.
 package app
 
 import (
+	"cmp"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -90,7 +91,7 @@ func NewController(
 	opts Options,
 ) (*Controller, error) {
 	c := &Controller{
-		Base:        controller.NewBase(ControllerName, opts.Workers, opts.Queue),
+		Base:        controller.NewBase(cmp.Or(opts.Name, ControllerName), opts.Workers, opts.Queue),
 		kube:        kubeClient,
 		crdClient:   crdClient,
 		recorder:    recorder,

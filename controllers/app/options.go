@@ -29,6 +29,9 @@ import (
 // Options configures the App controller. The manager binds them to flags;
 // tests set them directly.
 type Options struct {
+	// Name is what the controller's queue and metrics go by: the shard
+	// unit's when the manager splits the controller, else ControllerName.
+	Name string
 	// Workers is the number of Apps reconciled at once.
 	Workers int
 	// Queue is the order of the controller's queue; the manager sets it

@@ -20,12 +20,16 @@ limitations under the License.
 package ingress
 
 import (
+	"cmp"
+
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	networkinginformers "k8s.io/client-go/informers/networking/v1"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -44,10 +48,15 @@ type Controller struct {
 
 	services  corelisters.ServiceLister
 	ingresses *controller.Ingresses
+	// serviceClient reads a Service the cache does not hold, which
+	// controls an Ingress (syncUncached).
+	serviceClient corev1client.ServicesGetter
 }
 
 // NewController builds the controller and registers its event handlers on
-// the shared informers; it starts nothing.
+// the shared informers; it starts nothing. services should hold only the
+// Wanted Services (NewServiceInformer); a Service it lacks is looked up
+// live only when it controls an Ingress.
 func NewController(
 	services coreinformers.ServiceInformer,
 	ingresses networkinginformers.IngressInformer,
@@ -56,11 +65,13 @@ func NewController(
 	opts Options,
 ) (*Controller, error) {
 	c := &Controller{
-		Base:      controller.NewBase(ControllerName, opts.Workers, opts.Queue),
+		Base:      controller.NewBase(cmp.Or(opts.Name, ControllerName), opts.Workers, opts.Queue),
 		recorder:  recorder,
 		opts:      opts,
 		services:  services.Lister(),
 		ingresses: controller.NewIngresses(ingresses, kubeClient),
+
+		serviceClient: kubeClient.CoreV1(),
 	}
 	c.Synced = []cache.InformerSynced{services.Informer().HasSynced, ingresses.Informer().HasSynced}
 	c.Reconcile = c.sync
@@ -72,9 +83,20 @@ func NewController(
 		return c.services.Services(key.Namespace).Get(key.Name)
 	}, "Giving up on the Ingress after repeated failures")
 
-	// Every Service: one that lost its annotation may still own an Ingress
-	// to delete, and resyncs re-check every Service against its Ingress.
-	if err := c.Handle(services.Informer(), controller.EnqueueObject(c.Queue)); err != nil {
+	// Every Service the informer holds, and its leaving it: one that lost
+	// its annotations arrives as a delete, and may still own an Ingress to
+	// delete. Resyncs re-check every held Service against its Ingress.
+	handlers := controller.EnqueueObject(c.Queue)
+	enqueueDeleted := handlers.DeleteFunc
+	handlers.DeleteFunc = func(obj any) {
+		// Deleted with its annotations on, it is gone, and its Ingress
+		// with it (the garbage collector): nothing to do, nothing to read.
+		if svc, ok := obj.(*corev1.Service); ok && Wanted(svc) {
+			return
+		}
+		enqueueDeleted(obj)
+	}
+	if err := c.Handle(services.Informer(), handlers); err != nil {
 		return nil, err
 	}
 	if err := c.Handle(ingresses.Informer(),

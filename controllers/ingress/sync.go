@@ -23,6 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/ndsl/controller-manager/pkg/controller"
@@ -34,8 +35,7 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	logger := klog.FromContext(ctx)
 	svc, err := c.services.Services(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		// The garbage collector removes the Ingress with its owner.
-		return controller.Result{}, nil
+		return controller.Result{}, c.syncUncached(ctx, key)
 	}
 	if err != nil {
 		return controller.Result{}, err
@@ -84,6 +84,41 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		c.recorder.Eventf(svc, corev1.EventTypeNormal, "UpdatedIngress", "Updated Ingress %s to match the Service's annotations", svc.Name)
 	}
 	return controller.Result{}, nil
+}
+
+// syncUncached deletes the Ingress of a Service that is not in the cache
+// because it lost its ingress/ annotations (the informer holds only Wanted
+// Services), if it controls one. Gone instead, the garbage collector
+// removes its Ingress. Only the API server tells the two apart: one GET,
+// and only for a Service that controls an Ingress.
+func (c *Controller) syncUncached(ctx context.Context, key controller.Key) error {
+	live, found, err := c.ingresses.Get(key.Namespace, key.Name)
+	if err != nil || !found {
+		return err
+	}
+	ref := metav1.GetControllerOfNoCopy(live)
+	if ref == nil || ref.APIVersion != "v1" || ref.Kind != "Service" || ref.Name != key.Name {
+		return nil
+	}
+	svc, err := c.serviceClient.Services(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading Service %s, not in the cache, which controls Ingress %s: %w", key, live.Name, err)
+	case svc.UID != ref.UID || svc.DeletionTimestamp != nil:
+		return nil // its owner is gone or going: the garbage collector's
+	case Wanted(svc):
+		return nil // the cache is behind: adding it requeues the Service
+	}
+	deleted, err := c.ingresses.Delete(ctx, svc, live)
+	if err != nil {
+		return c.writeFailed(svc, "delete", err)
+	}
+	if deleted {
+		c.recorder.Eventf(svc, corev1.EventTypeNormal, "DeletedIngress", "Deleted Ingress %s: the Service no longer asks for one", live.Name)
+	}
+	return nil
 }
 
 func (c *Controller) writeFailed(svc *corev1.Service, verb string, err error) error {

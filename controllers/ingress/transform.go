@@ -31,9 +31,8 @@ const annotationPrefix = "ingress/"
 
 // TransformService cuts a Service down to what the controller reads: its
 // identity, its ingress/ annotations and, when it has any, its port
-// numbers. The informer holds every Service of the cluster, not only the
-// manager's, so what it keeps per Service is what the controller costs in
-// a cluster it does not manage.
+// numbers. The informer holds only the Wanted Services, the ones with such
+// annotations; one that loses them passes here once more, on its way out.
 func TransformService(obj any) (any, error) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		lean, err := TransformService(tombstone.Obj)

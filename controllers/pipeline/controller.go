@@ -21,6 +21,7 @@ limitations under the License.
 package pipeline
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -124,7 +125,7 @@ func NewController(
 	opts Options,
 ) (*Controller, error) {
 	c := &Controller{
-		Base:            controller.NewBase(ControllerName, opts.Workers, opts.Queue),
+		Base:            controller.NewBase(cmp.Or(opts.Name, ControllerName), opts.Workers, opts.Queue),
 		kubeClient:      kubeClient,
 		crdClient:       crdClient,
 		recorder:        recorder,

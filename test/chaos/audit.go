@@ -23,6 +23,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -191,8 +192,20 @@ func coveringLease(e *auditEvent, perController bool) string {
 			return framework.LeaseName + "-" + client
 		}
 		return framework.LeaseName
+	case perController && isShardUnit(client):
+		return framework.LeaseName + "-" + client // <controller>-<i>: its shard's Lease
 	}
 	return ""
+}
+
+// isShardUnit says whether client names a shard unit, <controller>-<i>.
+func isShardUnit(client string) bool {
+	i := strings.LastIndex(client, "-")
+	if i < 0 || !slices.Contains(controllerNames, client[:i]) {
+		return false
+	}
+	_, err := strconv.Atoi(client[i+1:])
+	return err == nil
 }
 
 // certsLease is the Lease of the one writer of the webhook certificates.

@@ -77,7 +77,7 @@ func TestChaos(t *testing.T) {
 	// The CI mode, unless told which, runs both Lease modes: with a Lease
 	// per controller the replicas hand controllers over as they join and
 	// leave (membership), under every fault.
-	if cfg.mode == "ci" && os.Getenv(envLeases) == "" {
+	if cfg.mode == "ci" && os.Getenv(envLeases) == "" && os.Getenv(envShards) == "" {
 		for _, perController := range []bool{false, true} {
 			c := cfg
 			c.perController = perController

@@ -53,6 +53,10 @@ const (
 	// envLeases is "single" (default: one Lease for every controller) or
 	// "per-controller" (--leader-elect-per-controller).
 	envLeases = "CHAOS_LEASES"
+	// envShards, a number above 1, runs the managers with --shards (and a
+	// Lease per controller): every write is audited against its shard's
+	// Lease.
+	envShards = "CHAOS_SHARDS"
 	// envArtifacts keeps the control plane's and the managers' logs and
 	// the audit log.
 	envArtifacts = "CHAOS_ARTIFACTS"
@@ -84,9 +88,12 @@ type config struct {
 	// perController runs the managers with one Lease per controller; the
 	// faults then target the App controller's Lease.
 	perController bool
-	binary        string
-	artifacts     string
-	report        string
+	// shards is --shards: above 1, the App, Ingress and Pipeline
+	// controllers run as shard units, each under its own Lease.
+	shards    int
+	binary    string
+	artifacts string
+	report    string
 }
 
 // Lease settings of the managers: short, so that a failover costs seconds
@@ -100,7 +107,10 @@ const (
 // targetLease is the Lease the leader faults act on: the single Lease, or
 // the App controller's in per-controller mode.
 func (c config) targetLease() string {
-	if c.perController {
+	switch {
+	case c.shards > 1:
+		return framework.LeaseName + "-" + appcontroller.ControllerName + "-0"
+	case c.perController:
 		return framework.LeaseName + "-" + appcontroller.ControllerName
 	}
 	return framework.LeaseName
@@ -148,6 +158,13 @@ func configFromEnv() (config, error) {
 				return c, fmt.Errorf("%s=%q: want a positive number", env, v)
 			}
 		}
+	}
+	c.shards = 1
+	if v := os.Getenv(envShards); v != "" {
+		if c.shards, err = strconv.Atoi(v); err != nil || c.shards < 1 {
+			return c, fmt.Errorf("%s=%q: want a positive number", envShards, v)
+		}
+		c.perController = c.shards > 1
 	}
 	switch v := os.Getenv(envLeases); v {
 	case "", "single":

@@ -170,6 +170,9 @@ func newSupervisor(launcher *framework.Launcher, kubeconfigs []string, cfg confi
 		if cfg.perController {
 			args = append(args, "--leader-elect-per-controller=true", "--standby=warm")
 		}
+		if cfg.shards > 1 {
+			args = append(args, fmt.Sprintf("--shards=%d", cfg.shards))
+		}
 		s.args = append(s.args, args)
 	}
 	s.procs = make([]*framework.Process, len(kubeconfigs))

@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ndsl/controller-manager/controllers/app"
+	"github.com/ndsl/controller-manager/controllers/ingress"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -118,7 +119,7 @@ func TestCachedObjectCost(t *testing.T) {
 		{"managed Deployment", "served-app-deployment.json", &appsv1.Deployment{}, controller.Compact, 4200},
 		{"managed Service, trimmed", "served-app-service.json", &corev1.Service{}, controller.TrimManagedFields, 0},
 		{"managed Service", "served-app-service.json", &corev1.Service{}, controller.Compact, 2580},
-		{"managed Service, unselected cache", "served-app-service.json", &corev1.Service{}, unselectedTransform, 0},
+		{"annotated Service, Ingress controller", filepath.Join("..", "..", "ingress", "testdata", "served-service.json"), &corev1.Service{}, ingress.TransformService, 0},
 		{"managed Ingress, trimmed", "served-app-ingress.json", &networkingv1.Ingress{}, controller.TrimManagedFields, 0},
 		{"managed Ingress", "served-app-ingress.json", &networkingv1.Ingress{}, controller.Compact, 1950},
 		{"pod", "served-app-pods.json", &corev1.Pod{}, app.TransformPod, 2550},

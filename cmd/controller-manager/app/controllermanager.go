@@ -109,7 +109,13 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{opts: opts, enabled: enabled, status: newManagerStatus(enabled)}
+	// With a Lease per controller, what runs, reports and is health-checked
+	// is each unit (a controller, or one of its shards).
+	reported := enabled
+	if opts.LeaderElection.LeaderElect && opts.HA.PerController {
+		reported = descriptors(units(enabled, opts.HA.Shards))
+	}
+	m := &Manager{opts: opts, enabled: enabled, status: newManagerStatus(reported)}
 	// Not ready before the informers it starts at once have synced. A
 	// webhooks-only process (no controller) starts none.
 	m.status.awaitingInformers = len(enabled) > 0 &&
@@ -136,7 +142,7 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 		// Webhooks only: no Lease, nothing to watch.
 	case opts.LeaderElection.LeaderElect && opts.HA.PerController:
 		m.controllerHealth = map[string]*leaderelection.HealthzAdaptor{}
-		for _, d := range enabled {
+		for _, d := range reported {
 			a := leaderelection.NewLeaderHealthzAdaptor(leaderHealthTolerance)
 			m.controllerHealth[d.Name] = a
 			health = append(health, healthz.NamedCheck("leaderElection-"+d.Name, a.Check))
@@ -285,24 +291,39 @@ type factory struct {
 
 // controllerContext builds the clients and the ONE shared informer factory
 // per kind of client that every controller shares.
-func (m *Manager) controllerContext() (ControllerContext, []factory, error) {
+//
+// For a shard unit u the factories are the unit's own, and their informers
+// list and watch only its range (shardclient.go).
+func (m *Manager) controllerContext(u *unit) (ControllerContext, []factory, error) {
 	cc := ControllerContext{KubeConfig: m.config, Options: m.opts}
 	resync := resyncPeriod(m.opts.Generic.MinResyncPeriod)
 
+	var kubeClient kubernetes.Interface
 	kubeClient, err := kubernetes.NewForConfig(cc.ClientConfig("shared-informers"))
 	if err != nil {
 		return cc, nil, fmt.Errorf("building the informers' client: %w", err)
 	}
-	// Children come from ManagedInformerFactory; this one holds the kinds
-	// read cluster-wide (the Ingress controller's Services), lean.
+	var lists *shardLists
+	if u != nil && u.shard != nil {
+		cc.Unit = u.Name
+		lists = newShardLists(*u.shard, u.ShardKeys)
+		kubeClient = shardedKube{Interface: kubeClient, s: lists}
+	}
+	// Children come from ManagedInformerFactory, the Ingress controller's
+	// Services from their own filtered factory (ingressServices); this one
+	// is for a built-in kind a controller needs whole and cluster-wide.
 	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
-		informers.WithTransform(unselectedTransform))
+		informers.WithTransform(controller.Compact))
 	cc.InformerFactory = kubeFactory
 	cc.filtered = newFilteredFactories(kubeClient, resync, informers.WithTransform(controller.Compact))
 
-	crdClient, err := versioned.NewForConfig(cc.customResourceConfig("shared-informers"))
+	var crdClient versioned.Interface
+	crdClient, err = versioned.NewForConfig(cc.customResourceConfig("shared-informers"))
 	if err != nil {
 		return cc, nil, fmt.Errorf("building the custom resource informers' client: %w", err)
+	}
+	if lists != nil {
+		crdClient = shardedCRD{Interface: crdClient, s: lists}
 	}
 	crdFactory := crdinformers.NewSharedInformerFactoryWithOptions(crdClient, resync,
 		crdinformers.WithTransform(controller.Compact))

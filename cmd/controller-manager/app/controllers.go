@@ -24,11 +24,16 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/metadata"
 
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/controllers/cleanup"
 	"github.com/ndsl/controller-manager/controllers/ingress"
 	"github.com/ndsl/controller-manager/controllers/pipeline"
+	"github.com/ndsl/controller-manager/pkg/shard"
 )
+
+// pipelineChild places a Pipeline's children in their Pipeline's shard.
+var pipelineChild = shard.ControllerOwner(pipelinev1beta1.Kind("Pipeline"))
 
 // NewRegistry lists every controller the manager can run.
 func NewRegistry() Registry {
@@ -37,14 +42,24 @@ func NewRegistry() Registry {
 			Name:    ingress.ControllerName,
 			Aliases: []string{"ingress-manager"},
 			New:     newIngressController,
+			// A Service and its Ingress share a namespace.
+			ShardKeys: map[string]shard.Key{"services": shard.Namespace, "ingresses": shard.Namespace},
 		},
 		{
 			Name: appcontroller.ControllerName,
 			New:  newAppController,
+			// An App, its children and their pods share a namespace.
+			ShardKeys: map[string]shard.Key{"apps": shard.Namespace, "deployments": shard.Namespace,
+				"services": shard.Namespace, "ingresses": shard.Namespace, "pods": shard.Namespace},
 		},
 		{
 			Name: pipeline.ControllerName,
 			New:  newPipelineController,
+			// Pipelines are cluster-scoped: by uid, their children with them.
+			// Namespaces and Nodes are read whole.
+			ShardKeys: map[string]shard.Key{"pipelines": shard.UID,
+				"deployments": pipelineChild, "services": pipelineChild,
+				"persistentvolumeclaims": pipelineChild, "persistentvolumes": pipelineChild},
 		},
 		{
 			Name:              cleanup.ControllerName,
@@ -57,20 +72,35 @@ func NewRegistry() Registry {
 func newIngressController(_ context.Context, cc ControllerContext) (Controller, error) {
 	opts := cc.Options.Ingress
 	opts.Queue = cc.Options.Generic.ControllerQueue
-	client, err := cc.KubeClient(ingress.ControllerName)
+	opts.Name = cc.UnitName(ingress.ControllerName)
+	client, err := cc.KubeClient(opts.Name)
 	if err != nil {
 		return nil, err
 	}
-	// Its input Services carry no label to select by: the unselected
-	// factory holds them, cut down by ingress.TransformService.
 	return ingress.NewController(
-		cc.InformerFactory.Core().V1().Services(),
+		ingressServices(cc).Core().V1().Services(),
 		cc.ManagedInformerFactory().Networking().V1().Ingresses(),
 		client,
 		cc.EventRecorder(ingress.ControllerName),
 		opts,
 	)
 }
+
+// ingressServices is the factory of the Ingress controller's Services, the
+// ones with an ingress/ annotation (ingress.NewServiceInformer), cut down
+// by ingress.TransformService. Its input Services carry no label to select
+// by: every Service is listed and watched, and the others are dropped as
+// they arrive, so that the Services of a cluster the manager does not
+// manage cost no memory.
+func ingressServices(cc ControllerContext) informers.SharedInformerFactory {
+	factory := cc.FilteredInformerFactory(ingressServicesFactoryName, informers.WithTransform(ingress.TransformService))
+	// First come, first served: whoever asks this factory for Services
+	// afterwards gets this informer.
+	factory.InformerFor(&corev1.Service{}, ingress.NewServiceInformer)
+	return factory
+}
+
+const ingressServicesFactoryName = "ingress-services"
 
 func newCleanupController(_ context.Context, cc ControllerContext) (Controller, error) {
 	opts := cc.Options.Cleanup
@@ -79,9 +109,11 @@ func newCleanupController(_ context.Context, cc ControllerContext) (Controller, 
 	if err != nil {
 		return nil, err
 	}
+	// Its owner Services are the Ingress controller's, the only Services
+	// that own what this manager creates.
 	return cleanup.NewController(
 		cc.ManagedInformerFactory(),
-		cc.InformerFactory,
+		ingressServices(cc),
 		cc.CRDInformerFactory,
 		client,
 		cc.EventRecorder(cleanup.ControllerName),
@@ -92,11 +124,12 @@ func newCleanupController(_ context.Context, cc ControllerContext) (Controller, 
 func newPipelineController(_ context.Context, cc ControllerContext) (Controller, error) {
 	opts := cc.Options.Pipeline
 	opts.Queue = cc.Options.Generic.ControllerQueue
-	kubeClient, err := cc.KubeClient(pipeline.ControllerName)
+	opts.Name = cc.UnitName(pipeline.ControllerName)
+	kubeClient, err := cc.KubeClient(opts.Name)
 	if err != nil {
 		return nil, err
 	}
-	crdClient, err := cc.CRDClient(pipeline.ControllerName)
+	crdClient, err := cc.CRDClient(opts.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -119,11 +152,12 @@ func newPipelineController(_ context.Context, cc ControllerContext) (Controller,
 func newAppController(_ context.Context, cc ControllerContext) (Controller, error) {
 	opts := cc.Options.App
 	opts.Queue = cc.Options.Generic.ControllerQueue
-	kubeClient, err := cc.KubeClient(appcontroller.ControllerName)
+	opts.Name = cc.UnitName(appcontroller.ControllerName)
+	kubeClient, err := cc.KubeClient(opts.Name)
 	if err != nil {
 		return nil, err
 	}
-	appClient, err := cc.CRDClient(appcontroller.ControllerName)
+	appClient, err := cc.CRDClient(opts.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -134,9 +168,9 @@ func newAppController(_ context.Context, cc ControllerContext) (Controller, erro
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = appcontroller.PodSelector().String() }),
 		informers.WithTransform(appcontroller.TransformPod),
 	)
-	// Its children, Services included, from the selected factory, even
-	// beside the Ingress controller's unselected Services: those are cut
-	// down to what that controller reads.
+	// Its children, Services included, from the selected factory: its
+	// Services carry no ingress/ annotation, so the Ingress controller's
+	// informer does not hold them.
 	managed := cc.ManagedInformerFactory()
 	return appcontroller.NewController(
 		cc.CRDInformerFactory.App().V1beta1().Apps(),

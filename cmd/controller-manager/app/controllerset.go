@@ -58,13 +58,19 @@ type controllerSet struct {
 // guardFor gives the lease guard of a controller's clients and Event sink
 // (nil: none): the one guard of the single Lease, or the controller's own.
 func (m *Manager) startControllers(ctx context.Context, guardFor func(controller string) *leaseguard.Guard) (*controllerSet, error) {
-	cc, factories, err := m.controllerContext()
+	return m.startSet(ctx, nil, m.enabled, guardFor)
+}
+
+// startSet builds the controllers ds on the informer factories of u (nil:
+// the shared ones, unscoped) and starts the informers.
+func (m *Manager) startSet(ctx context.Context, u *unit, ds []ControllerDescriptor, guardFor func(controller string) *leaseguard.Guard) (*controllerSet, error) {
+	cc, factories, err := m.controllerContext(u)
 	if err != nil {
 		return nil, err
 	}
 	set := &controllerSet{m: m, logger: klog.FromContext(ctx), cc: cc, guardFor: guardFor,
 		events: map[string]func(){}, broadcasters: map[string]record.EventBroadcaster{}}
-	for _, d := range m.enabled {
+	for _, d := range ds {
 		c, err := set.build(ctx, d)
 		if err != nil {
 			set.shutdownEvents()
@@ -84,19 +90,26 @@ func (m *Manager) startControllers(ctx context.Context, guardFor func(controller
 		f.start(informerCtx.Done())
 	}
 	m.status.startedInformers(len(factories))
-	for _, f := range factories {
+	// Each factory counts as unsynced until it syncs or the set stops.
+	uncounted := make([]func(), len(factories))
+	for i, f := range factories {
+		var once sync.Once
+		uncounted[i] = func() { once.Do(func() { m.status.addUnsynced(-1) }) }
 		go func() {
 			if f.waitForSync(informerCtx.Done()) {
-				m.status.addUnsynced(-1)
+				uncounted[i]()
 			}
 		}()
 	}
-	m.status.setBuilt(set.controllers)
+	m.status.addBuilt(set.controllers)
 	set.stop = func() {
-		m.status.setBuilt(nil)
+		m.status.dropBuilt(set.controllers)
 		stopInformers()
 		for _, f := range factories {
 			f.shutdown()
+		}
+		for _, done := range uncounted {
+			done()
 		}
 		set.shutdownEvents()
 	}

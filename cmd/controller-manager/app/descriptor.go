@@ -38,6 +38,7 @@ import (
 	"github.com/ndsl/controller-manager/pkg/controller"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	crdinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions"
+	"github.com/ndsl/controller-manager/pkg/shard"
 )
 
 // Controller is what a constructor returns: something that runs until its
@@ -72,6 +73,10 @@ type ControllerContext struct {
 	MetadataInformerFactory metadatainformer.SharedInformerFactory
 	// Options holds every controller's options.
 	Options *options.Options
+	// Unit is the name the controller runs under when it is one shard of
+	// a controller (<controller>-<i>): its queue's and its clients'.
+	// Empty otherwise.
+	Unit string
 
 	// filtered holds the factories FilteredInformerFactory made.
 	filtered *filteredFactories
@@ -90,6 +95,15 @@ func (c ControllerContext) ClientConfig(controller string) *rest.Config {
 		cfg.Wrap(c.wrapTransport)
 	}
 	return cfg
+}
+
+// UnitName is the name a controller's queue, metrics and clients go by:
+// the shard unit's when it runs as one, else the controller's own.
+func (c ControllerContext) UnitName(controller string) string {
+	if c.Unit != "" {
+		return c.Unit
+	}
+	return controller
 }
 
 // KubeClient returns a clientset for the named controller.
@@ -210,6 +224,10 @@ type ControllerDescriptor struct {
 	DisabledByDefault bool
 	// New builds the controller.
 	New Constructor
+	// ShardKeys, for a controller --shards can split, place the objects of
+	// each resource its informers list in a shard; resources not named
+	// are read whole. Nil: the controller is not split.
+	ShardKeys map[string]shard.Key
 }
 
 // Registry is the set of controllers the manager knows.

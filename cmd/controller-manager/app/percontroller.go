@@ -55,32 +55,45 @@ func (m *Manager) runPerController(ctx context.Context) error {
 	}
 	defer el.shutdown()
 
+	us := units(m.enabled, m.opts.HA.Shards)
 	guards := map[string]*leaseguard.Guard{}
-	for _, d := range m.enabled {
-		name := controllerLease(le.ResourceName, d.Name)
-		guards[d.Name] = leaseguard.New(name, le.RenewDeadline.Duration)
-		m.status.setLease(d.Name, name)
+	var whole []ControllerDescriptor // built at once, warm
+	for _, u := range us {
+		name := controllerLease(le.ResourceName, u.Name)
+		guards[u.Name] = leaseguard.New(name, le.RenewDeadline.Duration)
+		m.status.setLease(u.Name, name)
+		if u.shard == nil {
+			whole = append(whole, u.ControllerDescriptor)
+		}
 	}
-	set, err := m.startControllers(ctx, func(controller string) *leaseguard.Guard { return guards[controller] })
+	guardFor := func(name string) *leaseguard.Guard { return guards[name] }
+	set, err := m.startSet(ctx, nil, whole, guardFor)
 	if err != nil {
 		return err
 	}
 	defer set.stop()
 
-	members, leave := m.joinMembers(ctx, el)
+	members, leave := m.joinMembers(ctx, el, us)
 	defer leave()
-	logger.Info("Competing for one Lease per controller", "namespace", el.namespace, "identity", el.identity)
+	logger.Info("Competing for one Lease per controller", "namespace", el.namespace, "identity", el.identity, "units", len(us))
 	// A controller that can no longer compete shuts the others down (they
 	// drain and release their Leases) and the process exits non-zero, to be
 	// restarted, rather than stay up without ever leading that controller.
 	runCtx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	var wg sync.WaitGroup
-	for i, d := range m.enabled {
-		first := set.controllers[i]
+	built := map[string]Controller{}
+	for _, c := range set.controllers {
+		built[c.Name()] = c
+	}
+	for _, u := range us {
+		var cold *coldUnit
+		if u.shard != nil {
+			cold = &coldUnit{m: m, u: u, guardFor: guardFor}
+		}
 		wg.Go(func() {
-			if err := m.leadController(runCtx, el, set, d, first, guards[d.Name], members); err != nil {
-				fail(fmt.Errorf("controller %s: %w", d.Name, err))
+			if err := m.leadController(runCtx, el, set, u.ControllerDescriptor, built[u.Name], guards[u.Name], members, cold); err != nil {
+				fail(fmt.Errorf("controller %s: %w", u.Name, err))
 			}
 		})
 	}
@@ -96,8 +109,12 @@ func (m *Manager) runPerController(ctx context.Context) error {
 // After a loss or a handover the controller, whose queue was shut down, is
 // rebuilt on the running informers (they replay their caches to its new
 // handlers) and competes again.
+//
+// A shard unit (cold not nil) is built, with informers of its own range,
+// only once it leads, and stopped when it stops leading: a replica caches
+// only the shards it leads.
 func (m *Manager) leadController(ctx context.Context, el *election, set *controllerSet, d ControllerDescriptor,
-	c Controller, guard *leaseguard.Guard, members *membership.Members) error {
+	c Controller, guard *leaseguard.Guard, members *membership.Members, cold *coldUnit) error {
 	le := m.opts.LeaderElection
 	name := controllerLease(le.ResourceName, d.Name)
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "controller", d.Name, "lease", el.namespace+"/"+name)
@@ -167,7 +184,18 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 					defer cancel()
 					drain, stopWatching := drainWhenUnassigned(ctx, members, d.Name, &handedOver)
 					defer stopWatching()
-					m.runControllers(runCtx, drain, set, []Controller{c})
+					runSet, run := set, c
+					if cold != nil {
+						unitSet, err := cold.start(runCtx)
+						if err != nil {
+							logger.Error(err, "Cannot build the shard; releasing its Lease")
+							stopElection()
+							return
+						}
+						defer unitSet.stop()
+						runSet, run = unitSet, unitSet.controllers[0]
+					}
+					m.runControllers(runCtx, drain, runSet, []Controller{run})
 					// Drained: release the Lease (ReleaseOnCancel) for the
 					// replica it is assigned to, or on shutdown.
 					stopElection()
@@ -198,6 +226,9 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 			logger.Info("Handed the controller over to the replica it is now assigned to", "assignee", members.Owner(d.Name))
 		default:
 			logger.Info("Lost the controller's Lease; its reconciles were cancelled, the other controllers go on")
+		}
+		if cold != nil {
+			continue // built again when it leads again
 		}
 		if c, err = set.build(ctx, d); err != nil {
 			return fmt.Errorf("rebuilding it after it stopped leading: %w", err)
@@ -235,11 +266,11 @@ func drainWhenUnassigned(ctx context.Context, members *membership.Members, unit 
 // controllers and follows them, until ctx is done; leave (deferred by the
 // caller) waits for that and deletes the member Lease, so that the others
 // take this replica's controllers as soon as it releases them.
-func (m *Manager) joinMembers(ctx context.Context, el *election) (*membership.Members, func()) {
+func (m *Manager) joinMembers(ctx context.Context, el *election, us []unit) (*membership.Members, func()) {
 	le := m.opts.LeaderElection
-	units := make([]string, 0, len(m.enabled))
-	for _, d := range m.enabled {
-		units = append(units, d.Name)
+	units := make([]string, 0, len(us))
+	for _, u := range us {
+		units = append(units, u.Name)
 	}
 	members := membership.New(membership.Config{
 		Client:        el.client,
@@ -285,4 +316,18 @@ func (m *Manager) joinMembers(ctx context.Context, el *election) (*membership.Me
 		stopLeaving()
 		leave()
 	}
+}
+
+// coldUnit builds a shard unit when it leads: its controller, on informer
+// factories of its own that list and watch only its range.
+type coldUnit struct {
+	m        *Manager
+	u        unit
+	guardFor func(string) *leaseguard.Guard
+}
+
+// start builds the unit and starts its informers; its controller waits for
+// their caches before it works, as a cold standby's does.
+func (c *coldUnit) start(ctx context.Context) (*controllerSet, error) {
+	return c.m.startSet(ctx, &c.u, []ControllerDescriptor{c.u.ControllerDescriptor}, c.guardFor)
 }

@@ -54,14 +54,21 @@ func newManagerStatus(enabled []ControllerDescriptor) *managerStatus {
 	return s
 }
 
-// setBuilt records the controllers built (a warm standby's too); nil when
-// they are gone.
-func (s *managerStatus) setBuilt(cs []Controller) {
+// addBuilt records the controllers built (a warm standby's too), and
+// dropBuilt that they are gone.
+func (s *managerStatus) addBuilt(cs []Controller) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.built = map[string]Controller{}
 	for _, c := range cs {
 		s.built[c.Name()] = c
+	}
+}
+
+func (s *managerStatus) dropBuilt(cs []Controller) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range cs {
+		delete(s.built, c.Name()) // and any rebuild of it
 	}
 }
 

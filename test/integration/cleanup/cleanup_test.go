@@ -433,7 +433,8 @@ func TestSweeperSharesTheInformers(t *testing.T) {
 		return sweeps(t) > before, nil
 	})
 	// Children's kinds through the informers selected by the managed-by
-	// label; Services also unselected, for the Ingress controller's inputs.
+	// label; Services also unselected, the Ingress controller's inputs,
+	// which its informer filters as they arrive: the owners of its Ingresses.
 	managed := "?labelSelector=" + url.QueryEscape(controller.ManagedByLabel+"="+controller.ManagedByValue)
 	for _, path := range []string{
 		"/apis/apps/v1/deployments" + managed, "/api/v1/services" + managed, "/apis/networking.k8s.io/v1/ingresses" + managed,

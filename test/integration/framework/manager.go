@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -178,6 +179,21 @@ type WriteCounter struct {
 	total  int
 	byPath map[string]int
 	reads  map[string]int
+	// byClient counts the writes per client: the last part of the user
+	// agent (controller-manager/<client>), then "METHOD /path".
+	byClient map[string]map[string]int
+}
+
+// ByClient returns the writes so far per client (the controller or shard
+// unit its user agent names), each keyed "METHOD /path".
+func (c *WriteCounter) ByClient() map[string]map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]map[string]int, len(c.byClient))
+	for client, reqs := range c.byClient {
+		out[client] = maps.Clone(reqs)
+	}
+	return out
 }
 
 // Reads returns the GETs so far that are not watches (lists and reads of
@@ -224,7 +240,7 @@ func (c *WriteCounter) Summary() string {
 // CountWrites returns a copy of cfg whose transport counts every POST, PUT,
 // PATCH and DELETE, and every GET that is not a watch.
 func CountWrites(cfg *rest.Config) (*rest.Config, *WriteCounter) {
-	c := &WriteCounter{byPath: map[string]int{}, reads: map[string]int{}}
+	c := &WriteCounter{byPath: map[string]int{}, reads: map[string]int{}, byClient: map[string]map[string]int{}}
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return RoundTripFunc(func(req *http.Request) (*http.Response, error) {
@@ -233,6 +249,12 @@ func CountWrites(cfg *rest.Config) (*rest.Config, *WriteCounter) {
 				c.mu.Lock()
 				c.total++
 				c.byPath[req.Method+" "+req.URL.Path]++
+				agent := req.UserAgent()
+				client := agent[strings.LastIndex(agent, "/")+1:]
+				if c.byClient[client] == nil {
+					c.byClient[client] = map[string]int{}
+				}
+				c.byClient[client][req.Method+" "+req.URL.Path]++
 				c.mu.Unlock()
 			case http.MethodGet:
 				if req.URL.Query().Get("watch") != "true" {

@@ -40,11 +40,14 @@ type HAOptions struct {
 	// <leader-elect-resource-name>-<controller>, so that the replicas share
 	// the controllers (pkg/membership).
 	PerController bool
+	// Shards splits each shardable controller (App, Ingress, Pipeline) into
+	// this many shards, each under its own Lease; 1 does not split.
+	Shards int
 }
 
 // DefaultHAOptions: warm standbys, one Lease for all controllers.
 func DefaultHAOptions() HAOptions {
-	return HAOptions{Standby: StandbyWarm}
+	return HAOptions{Standby: StandbyWarm, Shards: 1}
 }
 
 func bindHAFlags(o *HAOptions, fs *pflag.FlagSet) {
@@ -52,7 +55,12 @@ func bindHAFlags(o *HAOptions, fs *pflag.FlagSet) {
 		"What a replica runs while it does not lead: 'warm' builds the controllers and syncs their caches, so a takeover starts working at once (each standby holds a full cache and one watch per resource); 'cold' starts nothing until it leads, for replicas short of memory.")
 	fs.BoolVar(&o.PerController, "leader-elect-per-controller", o.PerController,
 		"Run each enabled controller under its own Lease, <leader-elect-resource-name>-<controller>, so that replicas share the controllers evenly: each replica keeps a member Lease, <leader-elect-resource-name>-member-<hash>, and leads the controllers assigned to it. Requires --standby=warm.")
+	fs.IntVar(&o.Shards, "shards", o.Shards,
+		"Split the App, Ingress and Pipeline controllers into this many shards by hash range (Apps and the Ingress controller's Services by namespace, Pipelines by uid, children with their owner), each under its own Lease, <leader-elect-resource-name>-<controller>-<i>, so that replicas share one controller's objects and each caches only the shards it leads. Needs --leader-elect-per-controller; 1 does not split.")
 }
+
+// maxShards bounds --shards: each shard is a Lease, renewed every retry period.
+const maxShards = 64
 
 // Validate returns the problems with the HA options.
 func (o HAOptions) Validate() error {
@@ -63,6 +71,12 @@ func (o HAOptions) Validate() error {
 	}
 	if o.PerController && o.Standby != StandbyWarm {
 		return fmt.Errorf("--leader-elect-per-controller needs --standby=%s: the controllers share their informers, so every replica starts them all", StandbyWarm)
+	}
+	if o.Shards < 1 || o.Shards > maxShards {
+		return fmt.Errorf("--shards must be between 1 and %d, got %d", maxShards, o.Shards)
+	}
+	if o.Shards > 1 && !o.PerController {
+		return fmt.Errorf("--shards=%d needs --leader-elect-per-controller: each shard runs under its own Lease", o.Shards)
 	}
 	return nil
 }

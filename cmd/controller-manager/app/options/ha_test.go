@@ -28,8 +28,8 @@ func TestHAOptionsValidate(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", DefaultHAOptions(), ""},
-		{"cold", HAOptions{Standby: StandbyCold}, ""},
-		{"per controller, warm", HAOptions{Standby: StandbyWarm, PerController: true}, ""},
+		{"cold", HAOptions{Standby: StandbyCold, Shards: 1}, ""},
+		{"per controller, warm", HAOptions{Standby: StandbyWarm, PerController: true, Shards: 1}, ""},
 		{"unknown standby", HAOptions{Standby: "hot"}, `--standby must be "warm" or "cold", got "hot"`},
 		{"per controller, cold", HAOptions{Standby: StandbyCold, PerController: true}, "--leader-elect-per-controller needs --standby=warm"},
 	} {
@@ -39,6 +39,24 @@ func TestHAOptionsValidate(t *testing.T) {
 		}
 		if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.wantErr)
+		}
+	}
+}
+
+func TestShardsValidation(t *testing.T) {
+	for _, tc := range []struct {
+		ha      HAOptions
+		wantErr string
+	}{
+		{HAOptions{Standby: StandbyWarm, Shards: 1}, ""},
+		{HAOptions{Standby: StandbyWarm, PerController: true, Shards: 4}, ""},
+		{HAOptions{Standby: StandbyWarm, Shards: 2}, "--shards=2 needs --leader-elect-per-controller"},
+		{HAOptions{Standby: StandbyWarm, PerController: true, Shards: 0}, "--shards must be between 1 and 64, got 0"},
+		{HAOptions{Standby: StandbyWarm, PerController: true, Shards: 65}, "--shards must be between 1 and 64, got 65"},
+	} {
+		err := tc.ha.Validate()
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%+v: Validate() = %v, want %q", tc.ha, err, tc.wantErr)
 		}
 	}
 }

@@ -212,6 +212,8 @@ func (o *Options) Validate() error {
 	}
 	if err := o.HA.Validate(); err != nil {
 		errs = append(errs, err)
+	} else if o.HA.Shards > 1 && !o.LeaderElection.LeaderElect {
+		errs = append(errs, fmt.Errorf("--shards=%d needs --leader-elect: each shard runs under its own Lease", o.HA.Shards))
 	}
 	if err := o.Webhook.Validate(); err != nil {
 		errs = append(errs, err)
