@@ -293,11 +293,18 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 		o.LeaderElection.LeaderElect = true
 		o.LeaderElection.ResourceNamespace = ns
 	})
+	// The Ingress controller caches only annotated Services: give it one.
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "dashboard", Annotations: map[string]string{"ingress/http": "true"}},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := cp.Client.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	var body string
 	framework.Eventually(t, 30*time.Second, "reconcile metrics", func(context.Context) (bool, error) {
 		var err error
 		_, body, err = m.Get("/metrics")
 		return strings.Contains(body, "controller_manager_reconcile_total{") &&
+			strings.Contains(body, "controller_manager_reconcile_duration_seconds_bucket{") &&
 			strings.Contains(body, "leader_election_master_status{"), err
 	})
 
