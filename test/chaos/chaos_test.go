@@ -74,17 +74,22 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The CI mode, unless told which, runs both Lease modes: with a Lease
-	// per controller the replicas hand controllers over as they join and
-	// leave (membership), under every fault.
+	// The CI mode, unless told which, runs every Lease mode: a single
+	// Lease; a Lease per controller, whose replicas hand controllers over
+	// as they join and leave (membership); and two shards of each
+	// shardable controller, each audited against its own Lease.
 	if cfg.mode == "ci" && os.Getenv(envLeases) == "" && os.Getenv(envShards) == "" {
-		for _, perController := range []bool{false, true} {
+		for _, mode := range []struct {
+			name          string
+			perController bool
+			shards        int
+		}{{"single", false, 1}, {"per-controller", true, 1}, {"shards", true, 2}} {
 			c := cfg
-			c.perController = perController
-			if c.artifacts != "" && perController {
-				c.artifacts = filepath.Join(c.artifacts, "per-controller")
+			c.perController, c.shards = mode.perController, mode.shards
+			if c.artifacts != "" && mode.name != "single" {
+				c.artifacts = filepath.Join(c.artifacts, mode.name)
 			}
-			t.Run(map[bool]string{false: "single", true: "per-controller"}[perController], func(t *testing.T) { runChaos(t, c) })
+			t.Run(mode.name, func(t *testing.T) { runChaos(t, c) })
 		}
 		return
 	}
