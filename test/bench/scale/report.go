@@ -390,6 +390,9 @@ func buildTable(res *results) ([]row, []verdict) {
 	if s := res.spread; s != nil {
 		rows = append(rows, spreadRow(s))
 	}
+	if s := res.shards; s != nil {
+		rows = append(rows, shardsRows(s)...)
+	}
 	if n := res.noisy; n != nil {
 		r, v := noisyRow(n)
 		rows, verdicts = append(rows, r), append(verdicts, v)
