@@ -50,6 +50,9 @@ limitations under the License.
 //   - spread: three replicas with a Lease per controller: how the four
 //     Leases are divided, and how long until all four are led again after
 //     kill -9 of one replica;
+//   - shards: for each N of --shards-replicas, N replicas with --shards=N
+//     converge Apps spread over many namespaces; each replica's RSS, then
+//     the handover on a join and on kill -9 of one;
 //   - noisy (last): a fresh manager's RSS over the same Apps without, then
 //     with, --noise-objects objects it does not manage.
 //
@@ -96,7 +99,7 @@ const (
 )
 
 var allScenarios = []string{scenarioNameApps, scenarioNamePipelines, scenarioNameIngress, scenarioNameMemory, scenarioNameProfile, scenarioNamePeer,
-	scenarioNameSteady, scenarioNameFailover, scenarioNameConversion, scenarioNameAdmission, scenarioNameFlood, scenarioNameSpread, scenarioNameNoisy}
+	scenarioNameSteady, scenarioNameFailover, scenarioNameConversion, scenarioNameAdmission, scenarioNameFlood, scenarioNameSpread, scenarioNameShards, scenarioNameNoisy}
 
 type config struct {
 	scenarios   []string
@@ -126,6 +129,8 @@ type config struct {
 	floodSizes                                []int
 	profileScale                              float64
 	noiseObjects, noisyApps                   int
+	shardsReplicas                            []int
+	shardsApps, shardsNamespaces              int
 
 	maxLoad, maxOthers                        float64
 	loadWait                                  time.Duration
@@ -146,7 +151,7 @@ func main() {
 	var cfg config
 	var scenarios string
 	var managerArgs stringList
-	var floodSizes string
+	var floodSizes, shardsReplicas string
 	workers := appcontroller.DefaultOptions().Workers
 	flag.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "Comma-separated scenarios to run: "+strings.Join(allScenarios, ", ")+".")
 	flag.BoolVar(&cfg.useExisting, "use-existing-cluster", false, "Run against the cluster of $KUBECONFIG (it must run kube-controller-manager, kube-scheduler and kwok) instead of starting the local control plane.")
@@ -155,6 +160,9 @@ func main() {
 	flag.Float64Var(&cfg.profileScale, "profile-scale", 0.25, "The profile scenario converges this share of --apps, --pipelines and --services again with the manager in this process, under a CPU profile.")
 	flag.IntVar(&cfg.noiseObjects, "noise-objects", 50000, "Objects the manager does not manage in the noisy scenario: Deployments of 0 replicas, headless Services without selector, Pods no scheduler takes, ConfigMaps, a quarter each.")
 	flag.IntVar(&cfg.noisyApps, "noisy-apps", 500, "Apps converged by a fresh manager without, then with, the noise in the noisy scenario.")
+	flag.StringVar(&shardsReplicas, "shards-replicas", "1,2,4", "Replica counts of the shards scenario: for each N, N replicas with --shards=N converge --shards-apps Apps, then one more joins and one is killed.")
+	flag.IntVar(&cfg.shardsApps, "shards-apps", 400, "Apps (0 pods, with Service and Ingress: 4 cached objects each) in the shards scenario, for each N; the default keeps it near 8 minutes on 2 cores, where each replica's RSS is mostly its constant. 10000 reaches 40,000 cached objects, where the 1/N share shows, and takes about half an hour.")
+	flag.IntVar(&cfg.shardsNamespaces, "shards-namespaces", 128, "Namespaces the shards scenario spreads its Apps over (random names, as many in each shard's hash range).")
 	flag.StringVar(&cfg.binDir, "bin-dir", "", "Control plane binaries (default: $"+controlplane.BinDirEnv+", else hack/bin).")
 	flag.StringVar(&cfg.artifacts, "artifacts", "_output/bench", "Directory for the managers' logs and the control plane's state and logs (replaced at start).")
 	flag.StringVar(&cfg.markdown, "markdown", "docs/benchmarks.md", "Markdown file whose generated section gets the results; empty: print only.")
@@ -216,6 +224,10 @@ func main() {
 		cfg.failoverStandby = append(cfg.failoverStandby, m)
 	}
 	var err error
+	if cfg.shardsReplicas, err = parseShardsReplicas(shardsReplicas); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	if cfg.floodSizes, err = parseFloodSizes(floodSizes); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -280,6 +292,9 @@ func (c *config) validate() error {
 			return fmt.Errorf("--peer-binary %s: not a file (make bench builds it: cd test/bench/peer && go build -o ../../../_output/bench-peer .)", c.peerBinary)
 		}
 	}
+	if c.shardsApps < 1 || c.shardsNamespaces < 1 {
+		return errors.New("--shards-apps and --shards-namespaces must be positive")
+	}
 	if c.profileScale <= 0 || c.profileScale > 1 || c.noiseObjects < 4 || c.noisyApps < 1 {
 		return errors.New("--profile-scale must be in (0, 1], --noise-objects at least 4, --noisy-apps positive")
 	}
@@ -315,6 +330,7 @@ type results struct {
 	admission    *admissionResult
 	flood        *floodResult
 	spread       *spreadResult
+	shards       *shardsResult
 	peer         *peerResult
 	profiles     map[string]profileResult
 	noisy        *noisyResult
@@ -441,6 +457,13 @@ func run(ctx context.Context, cfg config) error {
 			return fmt.Errorf("spread: %w", err)
 		}
 		res.spread = &s
+	}
+	if cfg.has(scenarioNameShards) && cfg.cpuprofile == "" {
+		s, err := scenarioShards(ctx, c, cfg, launcher)
+		if err != nil {
+			return fmt.Errorf("shards: %w", err)
+		}
+		res.shards = &s
 	}
 	// Last: its 50,000 objects would weigh on every scenario after it.
 	if cfg.has(scenarioNameNoisy) && cfg.cpuprofile == "" {

@@ -390,6 +390,9 @@ func buildTable(res *results) ([]row, []verdict) {
 	if s := res.spread; s != nil {
 		rows = append(rows, spreadRow(s))
 	}
+	if s := res.shards; s != nil {
+		rows = append(rows, shardsRows(s)...)
+	}
 	if n := res.noisy; n != nil {
 		r, v := noisyRow(n)
 		rows, verdicts = append(rows, r), append(verdicts, v)
@@ -430,7 +433,7 @@ func markdown(res *results) string {
 	}
 	fmt.Fprintf(&b, "- **Versions**: controller-manager `%s` (tree %s), %s, client-go %s; %s.\n",
 		res.managerVer, gitDescribe(), runtime.Version(), moduleVersion("k8s.io/client-go"), cluster)
-	fmt.Fprintf(&b, "- **Limits every figure ran under**: manager binary with `--kube-api-qps=-1` (no client-side rate limit; API Priority and Fairness defaults are the only limit), default workers (5 per controller), leader election off except in 6, 9 and 10, plain HTTP metrics; the peer (1p) with the same client flags; "+
+	fmt.Fprintf(&b, "- **Limits every figure ran under**: manager binary with `--kube-api-qps=-1` (no client-side rate limit; API Priority and Fairness defaults are the only limit), default workers (5 per controller), leader election off except in 6, 9, 10 and 12, plain HTTP metrics; the peer (1p) with the same client flags; "+
 		"the benchmark's clients without rate limit, %d creators at a time, in the raw measurements and the manager's alike; the raw limits were measured first in the same run, after a warm-up of %d App sets, each cleaned up before the next; "+
 		"before each measurement the cluster was left to settle until it wrote fewer than %.0f objects/s and served fewer than 1 live GET/s, and processes outside the benchmark used less than %.2f cores (\"others\" in the CPU figures is what they used during the measurement).\n", cfg.concurrency, cfg.warmup, cfg.quietRate, cfg.maxOthers)
 	fmt.Fprintf(&b, "- **Definitions**: an App or Pipeline has *converged* when its status, for its generation, was written by a reconcile that found every child (Degraded=False, nothing missing); *Ready* adds available pods, which kube-controller-manager and kwok provide. "+
