@@ -183,13 +183,18 @@ func (m *Members) Live() []string {
 }
 
 // Subscribe returns a channel that receives a value after each change of
-// the assignment (coalesced: a slow reader misses no change, only repeats).
-func (m *Members) Subscribe() <-chan struct{} {
+// the assignment (coalesced: a slow reader misses no change, only repeats),
+// and the function that ends the subscription.
+func (m *Members) Subscribe() (<-chan struct{}, func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ch := make(chan struct{}, 1)
 	m.subs = append(m.subs, ch)
-	return ch
+	return ch, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.subs = slices.DeleteFunc(m.subs, func(c chan struct{}) bool { return c == ch })
+	}
 }
 
 // Leave stops this replica's announcement and deletes its member Lease, so

@@ -100,7 +100,8 @@ func TestMembersJudgeByChangeNotClock(t *testing.T) {
 // every change.
 func TestMembersAssignWhatEachRuns(t *testing.T) {
 	m, clock := newTestMembers(t, "a", "app", "ingress")
-	changes := m.Subscribe()
+	changes, unsubscribe := m.Subscribe()
+	defer unsubscribe()
 	m.observe(memberLease("b", "1", clock.Now(), "app,ingress,pipeline"))
 	select {
 	case <-changes:
@@ -148,5 +149,26 @@ func TestMembersLeave(t *testing.T) {
 	}
 	if _, err := leases.Get(ctx, lease.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("a renewal after Leave wrote the member Lease again: %v", err)
+	}
+}
+
+// A subscription that ends gets no more changes and costs nothing after:
+// one is taken per term of leading a controller.
+func TestMembersUnsubscribe(t *testing.T) {
+	m, clock := newTestMembers(t, "a", "w1", "w2")
+	for range 100 {
+		_, unsubscribe := m.Subscribe()
+		unsubscribe()
+	}
+	kept, unsubscribe := m.Subscribe()
+	defer unsubscribe()
+	if n := len(m.subs); n != 1 {
+		t.Fatalf("%d subscribers after 100 ended and 1 kept, want 1", n)
+	}
+	m.observe(memberLease("b", "1", clock.Now(), "w1,w2"))
+	select {
+	case <-kept:
+	default:
+		t.Fatal("the kept subscription missed b joining")
 	}
 }

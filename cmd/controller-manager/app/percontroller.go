@@ -125,8 +125,9 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 	// Assigned here while its Lease is free: try at once, not at the next
 	// retry. (A Lease still held is left to the running elector, which has
 	// been judging its holder all along.)
-	assignments := members.Subscribe()
+	assignments, unsubscribe := members.Subscribe()
 	go func() {
+		defer unsubscribe()
 		for {
 			select {
 			case <-watchCtx.Done():
@@ -244,9 +245,10 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 func drainWhenUnassigned(ctx context.Context, members *membership.Members, unit string, handedOver *atomic.Bool) (<-chan struct{}, func()) {
 	drain := make(chan struct{})
 	stop := make(chan struct{})
-	changes := members.Subscribe()
+	changes, unsubscribe := members.Subscribe()
 	go func() {
 		defer close(drain)
+		defer unsubscribe() // a subscription per term of leading, ended with it
 		for members.Mine(unit) {
 			select {
 			case <-ctx.Done():
