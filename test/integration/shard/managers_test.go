@@ -75,17 +75,7 @@ func testShardedManagers(t *testing.T, cp *controlplane.ControlPlane) {
 			byShard[i] = append(byShard[i], ns)
 		}
 	}
-	sharded := func(o *options.Options) {
-		o.LeaderElection.LeaderElect = true
-		o.LeaderElection.ResourceNamespace = leaseNS
-		o.LeaderElection.ResourceName = "sharded"
-		o.LeaderElection.LeaseDuration = metav1.Duration{Duration: 4 * time.Second}
-		o.LeaderElection.RenewDeadline = metav1.Duration{Duration: 2 * time.Second}
-		o.LeaderElection.RetryPeriod = metav1.Duration{Duration: 500 * time.Millisecond}
-		o.HA.PerController = true
-		o.HA.Shards = 2
-		o.Generic.Controllers = []string{appcontroller.ControllerName, ingress.ControllerName}
-	}
+	sharded := shardedOptions(leaseNS, appcontroller.ControllerName, ingress.ControllerName)
 	replicas := map[string]*framework.Manager{
 		"a": framework.StartManager(t, cp.Config, sharded),
 		"b": framework.StartManager(t, cp.Config, sharded),
@@ -166,6 +156,22 @@ func testShardedManagers(t *testing.T, cp *controlplane.ControlPlane) {
 	for _, nss := range byShard {
 		createApp(t, crd, nss[0], "after")
 		waitDeployment(t, cp.Client, nss[0], "after")
+	}
+}
+
+// shardedOptions runs the controllers named with a Lease per controller,
+// split in two shards, and a short lease.
+func shardedOptions(leaseNS string, controllers ...string) func(*options.Options) {
+	return func(o *options.Options) {
+		o.LeaderElection.LeaderElect = true
+		o.LeaderElection.ResourceNamespace = leaseNS
+		o.LeaderElection.ResourceName = "sharded"
+		o.LeaderElection.LeaseDuration = metav1.Duration{Duration: 4 * time.Second}
+		o.LeaderElection.RenewDeadline = metav1.Duration{Duration: 2 * time.Second}
+		o.LeaderElection.RetryPeriod = metav1.Duration{Duration: 500 * time.Millisecond}
+		o.HA.PerController = true
+		o.HA.Shards = 2
+		o.Generic.Controllers = controllers
 	}
 }
 
@@ -269,15 +275,7 @@ func testShardedPipelines(t *testing.T, cp *controlplane.ControlPlane) {
 	leaseNS := framework.CreateNamespace(t, cp.Client)
 	childNS := framework.CreateNamespace(t, cp.Client)
 	sharded := func(o *options.Options) {
-		o.LeaderElection.LeaderElect = true
-		o.LeaderElection.ResourceNamespace = leaseNS
-		o.LeaderElection.ResourceName = "sharded"
-		o.LeaderElection.LeaseDuration = metav1.Duration{Duration: 4 * time.Second}
-		o.LeaderElection.RenewDeadline = metav1.Duration{Duration: 2 * time.Second}
-		o.LeaderElection.RetryPeriod = metav1.Duration{Duration: 500 * time.Millisecond}
-		o.HA.PerController = true
-		o.HA.Shards = 2
-		o.Generic.Controllers = []string{pipeline.ControllerName}
+		shardedOptions(leaseNS, pipeline.ControllerName)(o)
 		o.Pipeline.AllowedNamespaces = []string{pipeline.AnyNamespace}
 	}
 	replicas := map[string]*framework.Manager{
