@@ -105,6 +105,13 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		}
 	}
 
+	if app.Status.ObservedGeneration == 0 {
+		// A new App's children are what its creation asked for, and its
+		// first status says they are there: no Event. Every later create,
+		// update and delete is news (a child deleted by hand, a changed
+		// spec, drift corrected) and is recorded.
+		writes.created = nil
+	}
 	writes.record(c.recorder, app)
 
 	// A write that only met a moved world (a conflict, a Lease not fresh)

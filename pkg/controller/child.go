@@ -100,7 +100,7 @@ func NewChildren[T Object, AC ApplyConfiguration[AC]](kind string, resource sche
 		client:   client,
 	}
 	// No resync for this handler: it only forgets the children that go.
-	verdicts := &upToDateVerdicts{}
+	verdicts := &upToDateVerdicts{bySpec: specGenerations[resource]}
 	if _, err := informer.AddEventHandlerWithResyncPeriod(verdicts.forgetDeleted(), 0); err == nil {
 		c.verdicts = verdicts
 	}
@@ -205,7 +205,7 @@ func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desire
 		return none, Unchanged, fmt.Errorf("decoding the desired %s: %w", c.Kind, err)
 	}
 	if !exists {
-		return c.create(ctx, owner, desired, want)
+		return c.create(ctx, owner, desired, want, desiredJSON)
 	}
 	return c.update(ctx, desired, want, &sum, live)
 }
@@ -275,14 +275,14 @@ func (c *Children[T, AC]) upgradeCreated(ctx context.Context, client ChildClient
 	return err
 }
 
-// create creates the child the cache does not hold, from desired fields. A
-// Create, unlike an apply, never takes over an object of the same name.
-// On AlreadyExists the name's holder is read live (the cache holds only
-// objects with ManagedByLabel): see blocked.
-func (c *Children[T, AC]) create(ctx context.Context, owner metav1.Object, desiredAC AC, desired map[string]any) (T, Write, error) {
+// create creates the child the cache does not hold, from desired fields
+// (desiredJSON is their encoding). A Create, unlike an apply, never takes
+// over an object of the same name. On AlreadyExists the name's holder is
+// read live (the cache holds only objects with ManagedByLabel): see blocked.
+func (c *Children[T, AC]) create(ctx context.Context, owner metav1.Object, desiredAC AC, desired map[string]any, desiredJSON []byte) (T, Write, error) {
 	var none T
 	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
-	if err := viaJSON(desired, obj); err != nil {
+	if err := json.Unmarshal(desiredJSON, obj); err != nil {
 		return none, Created, fmt.Errorf("decoding the desired %s: %w", c.Kind, err)
 	}
 	annotations := obj.GetAnnotations()

@@ -18,33 +18,53 @@ package controller
 
 import (
 	"crypto/sha256"
+	"hash"
+	"maps"
+	"slices"
+	"strconv"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 )
 
-// upToDateVerdicts remembers, per child, the last live version found exactly
-// as desired and what was desired then, so that a resync of a converged
-// owner does not compare an unchanged child again (the comparison is most of
-// a steady reconcile's cost). Any change of the child (a new resourceVersion)
-// or of what is desired (other desired bytes) misses, and is compared in
-// full. Only "up to date" is remembered: any other verdict leads to a write.
+// upToDateVerdicts remembers, per child, the version of it last found
+// exactly as desired and what was desired then, so that a reconcile of an
+// unchanged child does not compare it again (the comparison is most of a
+// reconcile's cost). Any change of the child that drift could see, or of
+// what is desired (other desired bytes), misses and is compared in full.
+// Only "up to date" is remembered: any other verdict leads to a write.
+//
+// What a verdict holds for (versionOf) is the child's resourceVersion, or,
+// for kinds whose generation the API server raises on every change of their
+// spec (specGenerations), its generation and metadata: there a status write
+// (kube-controller-manager's, several per Deployment while its pods start)
+// keeps the verdict, as it cannot have changed what drift compares.
 //
 // A plain map under a lock, not a sync.Map: an entry of one costs about a
 // quarter (no boxed keys and values, no trie nodes), and there is one per
 // cached child.
 type upToDateVerdicts struct {
-	mu    sync.RWMutex
-	byUID map[types.UID]verdict
+	// bySpec: the kind's generation follows its spec (specGenerations).
+	bySpec bool
+	mu     sync.RWMutex
+	byUID  map[types.UID]verdict
 }
 
-// verdict is one child's remembered verdict. Its resourceVersion shares
-// the cached child's string.
+// specGenerations are the kinds whose registry strategy raises
+// metadata.generation on every change of the spec (and, for Deployments, of
+// the annotations), and never on a status write.
+var specGenerations = map[schema.GroupResource]bool{
+	{Group: "apps", Resource: "deployments"}:            true,
+	{Group: "networking.k8s.io", Resource: "ingresses"}: true,
+}
+
+// verdict is one child's remembered verdict.
 type verdict struct {
-	resourceVersion string
-	desired         digest
+	version, desired digest
 }
 
 // digest is a truncated SHA-256: 128 bits tell desired fields apart as surely
@@ -58,13 +78,66 @@ func desiredSum(desiredJSON []byte) digest {
 	return digest(full[:16])
 }
 
-// upToDate reports whether live, at its resourceVersion, was found exactly
-// as the desired fields whose digest is desired.
+// versionOf is what a verdict remembers of live: its resourceVersion, or,
+// with bySpec, its generation and everything of its metadata drift reads
+// (labels, annotations, owner references, this manager's managedFields
+// entries).
+func (v *upToDateVerdicts) versionOf(live metav1.Object) digest {
+	h := sha256.New()
+	field := func(s string) {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	if !v.bySpec || live.GetGeneration() == 0 {
+		field(live.GetResourceVersion())
+		return sum(h)
+	}
+	field(strconv.FormatInt(live.GetGeneration(), 10))
+	for _, m := range []map[string]string{live.GetLabels(), live.GetAnnotations()} {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			field(k)
+			field(m[k])
+		}
+		h.Write([]byte{1})
+	}
+	for _, ref := range live.GetOwnerReferences() {
+		field(ref.APIVersion)
+		field(ref.Kind)
+		field(ref.Name)
+		field(string(ref.UID))
+		field(strconv.FormatBool(ptr.Deref(ref.Controller, false)))
+		field(strconv.FormatBool(ptr.Deref(ref.BlockOwnerDeletion, false)))
+	}
+	h.Write([]byte{1})
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager != FieldManager || mf.Subresource != "" {
+			continue
+		}
+		field(string(mf.Operation))
+		field(mf.APIVersion)
+		if mf.Time != nil {
+			field(mf.Time.UTC().String())
+		}
+		if mf.FieldsV1 != nil {
+			field(string(mf.FieldsV1.Raw))
+		}
+	}
+	return sum(h)
+}
+
+func sum(h hash.Hash) digest {
+	var d digest
+	copy(d[:], h.Sum(nil))
+	return d
+}
+
+// upToDate reports whether live, as it is now, was found exactly as the
+// desired fields whose digest is desired.
 func (v *upToDateVerdicts) upToDate(live metav1.Object, desired digest) bool {
 	v.mu.RLock()
 	remembered, ok := v.byUID[live.GetUID()]
 	v.mu.RUnlock()
-	return ok && remembered.resourceVersion == live.GetResourceVersion() && remembered.desired == desired
+	return ok && remembered.desired == desired && remembered.version == v.versionOf(live)
 }
 
 // remember records that live was found exactly as the desired fields whose digest is desired.
@@ -72,12 +145,13 @@ func (v *upToDateVerdicts) remember(live metav1.Object, desired digest) {
 	if live.GetResourceVersion() == "" {
 		return // not a served object: nothing identifies its content
 	}
+	version := v.versionOf(live)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.byUID == nil {
 		v.byUID = map[types.UID]verdict{}
 	}
-	v.byUID[live.GetUID()] = verdict{resourceVersion: live.GetResourceVersion(), desired: desired}
+	v.byUID[live.GetUID()] = verdict{version: version, desired: desired}
 }
 
 // forget drops the verdict of a child that is gone.

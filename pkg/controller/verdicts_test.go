@@ -21,10 +21,14 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // A remembered "up to date" holds only for the same child version and the
@@ -107,4 +111,65 @@ func (v *upToDateVerdicts) remembers(uid types.UID) bool {
 	defer v.mu.RUnlock()
 	_, ok := v.byUID[uid]
 	return ok
+}
+
+// TestVerdictVersion: for a kind whose generation follows its spec, a
+// status write (a new resourceVersion only) keeps a verdict, and any change
+// drift could see does not; for the other kinds, every new resourceVersion
+// is a new version.
+func TestVerdictVersion(t *testing.T) {
+	served := func() *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
+			Name: "web", Namespace: "ns", UID: "uid-1", ResourceVersion: "10", Generation: 2,
+			Labels: map[string]string{"a": "1"}, Annotations: map[string]string{"b": "2"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "App", Name: "web", UID: "owner", Controller: ptr.To(true)}},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
+				APIVersion: "apps/v1", Time: &metav1.Time{Time: time.Unix(100, 0)}}},
+		}}
+	}
+	bySpec := &upToDateVerdicts{bySpec: specGenerations[schema.GroupResource{Group: "apps", Resource: "deployments"}]}
+	byVersion := &upToDateVerdicts{}
+	if !bySpec.bySpec {
+		t.Fatal("Deployments are not known to raise their generation on spec changes")
+	}
+	base := served()
+	for _, c := range []struct {
+		name          string
+		change        func(*appsv1.Deployment)
+		sameBySpec    bool
+		sameByVersion bool
+	}{
+		{"nothing", func(*appsv1.Deployment) {}, true, true},
+		{"a status write", func(d *appsv1.Deployment) { d.ResourceVersion = "11"; d.Status.Replicas = 3 }, true, false},
+		{"the spec", func(d *appsv1.Deployment) { d.ResourceVersion = "11"; d.Generation = 3 }, false, false},
+		{"a label", func(d *appsv1.Deployment) { d.ResourceVersion = "11"; d.Labels["a"] = "2" }, false, false},
+		{"a label moved into an annotation", func(d *appsv1.Deployment) {
+			d.ResourceVersion = "11"
+			d.Labels, d.Annotations = map[string]string{}, map[string]string{"a": "1", "b": "2"}
+		}, false, false},
+		{"the owner", func(d *appsv1.Deployment) { d.ResourceVersion = "11"; d.OwnerReferences[0].Controller = nil }, false, false},
+		{"this manager's entry", func(d *appsv1.Deployment) {
+			d.ResourceVersion = "11"
+			d.ManagedFields[0].Time = &metav1.Time{Time: time.Unix(200, 0)}
+		}, false, false},
+		{"another manager's entry", func(d *appsv1.Deployment) {
+			d.ResourceVersion = "11"
+			d.ManagedFields = append(d.ManagedFields, metav1.ManagedFieldsEntry{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"})
+		}, true, false},
+	} {
+		changed := served()
+		c.change(changed)
+		if same := bySpec.versionOf(changed) == bySpec.versionOf(base); same != c.sameBySpec {
+			t.Errorf("by generation, after %s: same version %v, want %v", c.name, same, c.sameBySpec)
+		}
+		if same := byVersion.versionOf(changed) == byVersion.versionOf(base); same != c.sameByVersion {
+			t.Errorf("by resourceVersion, after %s: same version %v, want %v", c.name, same, c.sameByVersion)
+		}
+	}
+	// A served object without a generation is judged by its resourceVersion.
+	noGeneration, other := served(), served()
+	noGeneration.Generation, other.Generation, other.ResourceVersion = 0, 0, "11"
+	if bySpec.versionOf(noGeneration) == bySpec.versionOf(other) {
+		t.Error("without a generation, a new resourceVersion kept the version")
+	}
 }

@@ -163,7 +163,7 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 		m.lameDuck.whenBegun(m.webhooks.server.CloseConnections)
 	}
 	if opts.Generic.HTTPAddress != "0" {
-		handler := newHTTPHandler(m.status, health, readiness)
+		handler := newHTTPHandler(m.status, health, readiness, opts.Generic.Profiling)
 		var tlsCfg *tls.Config
 		if opts.Generic.SecureServing {
 			certs, err := servingCertificate(opts.Generic)

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -41,7 +42,8 @@ import (
 // check, /readyz/informer-sync, kept out of /readyz: a cold standby or one
 // controller's missing RBAC must not take admission and conversion down.
 // Every check is also served on its own path and ?verbose lists them.
-func newHTTPHandler(status *managerStatus, live, readiness []healthz.HealthChecker) http.Handler {
+// profiling adds Go's profiles under /debug/pprof/.
+func newHTTPHandler(status *managerStatus, live, readiness []healthz.HealthChecker, profiling bool) http.Handler {
 	synced := healthz.NamedCheck("informer-sync", func(*http.Request) error {
 		if !status.synced() {
 			return errors.New("informer caches have not synced yet")
@@ -61,6 +63,13 @@ func newHTTPHandler(status *managerStatus, live, readiness []healthz.HealthCheck
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(status.debug())
 	})
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 

@@ -47,7 +47,7 @@ func TestProbes(t *testing.T) {
 		}
 		return nil
 	})
-	h := newHTTPHandler(status, []healthz.HealthChecker{healthz.PingHealthz, watchdog}, []healthz.HealthChecker{shuttingDown})
+	h := newHTTPHandler(status, []healthz.HealthChecker{healthz.PingHealthz, watchdog}, []healthz.HealthChecker{shuttingDown}, false)
 	get := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -95,4 +95,20 @@ func TestProbes(t *testing.T) {
 	expect("/healthz", 500) // the watchdog still, not the shutdown
 	leaseLate.Store(false)
 	expect("/healthz", 200)
+}
+
+// TestProfilingOnlyWhenAsked: /debug/pprof/ is served with --profiling
+// and not without it.
+func TestProfilingOnlyWhenAsked(t *testing.T) {
+	for _, profiling := range []bool{false, true} {
+		h := newHTTPHandler(newManagerStatus(nil), nil, nil, profiling)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/pprof/", nil))
+		switch {
+		case profiling && (rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "goroutine")):
+			t.Errorf("with --profiling, GET /debug/pprof/ = %d:\n%s", rec.Code, rec.Body.String())
+		case !profiling && rec.Code != http.StatusNotFound:
+			t.Errorf("without --profiling, GET /debug/pprof/ = %d, want 404", rec.Code)
+		}
+	}
 }

@@ -106,6 +106,7 @@ type config struct {
 	useExisting bool
 	binary      string
 	peerBinary  string
+	peerRounds  int
 	binDir      string
 	artifacts   string
 	markdown    string
@@ -157,6 +158,7 @@ func main() {
 	flag.BoolVar(&cfg.useExisting, "use-existing-cluster", false, "Run against the cluster of $KUBECONFIG (it must run kube-controller-manager, kube-scheduler and kwok) instead of starting the local control plane.")
 	flag.StringVar(&cfg.binary, "binary", "_output/controller-manager", "The controller-manager binary under test (make build).")
 	flag.StringVar(&cfg.peerBinary, "peer-binary", "_output/bench-peer", "The peer operator of the peer scenario: test/bench/peer built in its own module (make bench builds it).")
+	flag.IntVar(&cfg.peerRounds, "peer-rounds", 2, "Rounds of the peer scenario: in each, --apps Apps converged by the manager with the App controller alone and by the peer, alternating which goes first; the report gives the median of each figure.")
 	flag.Float64Var(&cfg.profileScale, "profile-scale", 0.25, "The profile scenario converges this share of --apps, --pipelines and --services again with the manager in this process, under a CPU profile.")
 	flag.IntVar(&cfg.noiseObjects, "noise-objects", 50000, "Objects the manager does not manage in the noisy scenario: Deployments of 0 replicas, headless Services without selector, Pods no scheduler takes, ConfigMaps, a quarter each.")
 	flag.IntVar(&cfg.noisyApps, "noisy-apps", 500, "Apps converged by a fresh manager without, then with, the noise in the noisy scenario.")
@@ -292,6 +294,9 @@ func (c *config) validate() error {
 			return fmt.Errorf("--peer-binary %s: not a file (make bench builds it: cd test/bench/peer && go build -o ../../../_output/bench-peer .)", c.peerBinary)
 		}
 	}
+	if c.peerRounds < 1 {
+		return errors.New("--peer-rounds must be positive")
+	}
 	if c.shardsApps < 1 || c.shardsNamespaces < 1 {
 		return errors.New("--shards-apps and --shards-namespaces must be positive")
 	}
@@ -368,7 +373,7 @@ func run(ctx context.Context, cfg config) error {
 	logger.Info("Cluster ready", "kubeconfig", c.kubeconfig, "nodes", c.nodes)
 
 	needManager := cfg.has(scenarioNameApps) || cfg.has(scenarioNamePipelines) || cfg.has(scenarioNameIngress) || cfg.has(scenarioNameMemory)
-	if cfg.has(scenarioNameApps) || cfg.has(scenarioNamePipelines) || cfg.has(scenarioNameIngress) {
+	if cfg.has(scenarioNameApps) || cfg.has(scenarioNamePipelines) || cfg.has(scenarioNameIngress) || cfg.has(scenarioNamePeer) {
 		if err := warmUp(ctx, c, cfg); err != nil {
 			return err
 		}
@@ -400,7 +405,7 @@ func run(ctx context.Context, cfg config) error {
 	// The peer before the manager, on the same nearly empty cluster the
 	// manager's Apps meet; its Apps are deleted before the manager starts.
 	if cfg.has(scenarioNamePeer) && cfg.cpuprofile == "" {
-		p, err := scenarioPeer(ctx, c, cfg)
+		p, err := scenarioPeer(ctx, c, cfg, launcher)
 		if err != nil {
 			return fmt.Errorf("peer: %w", err)
 		}

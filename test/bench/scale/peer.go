@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
+	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	e2eframework "github.com/ndsl/controller-manager/test/e2e/framework"
 )
 
@@ -90,14 +91,86 @@ func (m *peerManager) waitIdle(ctx context.Context, timeout, quietFor time.Durat
 	return nil
 }
 
-// peerResult is the peer's App convergence and ours, side by side.
+// peerResult is the peer's App convergence and ours, side by side, round
+// by round: ours is the manager binary with the App controller alone, the
+// work the peer does, measured the same way (to convergence). Rounds
+// alternate which goes first; a single run of either moves by a fifth from
+// one run to the next on this machine.
 type peerResult struct {
-	peer convergence
+	peer, ours []convergence
 }
 
-// scenarioPeer converges cfg.apps Apps with the peer, figures taken at
-// convergence, then deletes them, so that no later manager meets them.
-func scenarioPeer(ctx context.Context, c *cluster, cfg config) (peerResult, error) {
+// peerNamespaces are the namespaces of round r's Apps, ours and the peer's.
+func peerNamespaces(r int) (ours, peer string) {
+	return fmt.Sprintf("bench-peer-ours-%d", r), fmt.Sprintf("%s-%d", peerNamespace, r)
+}
+
+// scenarioPeer converges cfg.apps Apps with the manager's App controller
+// alone and with the peer, cfg.peerRounds times each, figures taken at
+// convergence, and deletes each one's Apps before the next, so that no
+// later manager meets them.
+func scenarioPeer(ctx context.Context, c *cluster, cfg config, ml *e2eframework.Launcher) (peerResult, error) {
+	var res peerResult
+	for r := range cfg.peerRounds {
+		oursNS, peerNS := peerNamespaces(r)
+		runOurs := func() error {
+			ours, err := oursAppOnly(ctx, c, cfg, ml, oursNS)
+			if err != nil {
+				return fmt.Errorf("the manager with the App controller alone, round %d: %w", r+1, err)
+			}
+			res.ours = append(res.ours, ours)
+			return nil
+		}
+		runPeer := func() error {
+			peer, err := peerApps(ctx, c, cfg, peerNS)
+			if err != nil {
+				return fmt.Errorf("round %d: %w", r+1, err)
+			}
+			res.peer = append(res.peer, peer)
+			return nil
+		}
+		first, second := runOurs, runPeer
+		if r%2 == 1 {
+			first, second = runPeer, runOurs
+		}
+		if err := first(); err != nil {
+			return res, err
+		}
+		if err := second(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// oursAppOnly is the manager's half of the peer scenario: --controllers=app,
+// no leader election, the same client flags as every manager.
+func oursAppOnly(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher, ns string) (convergence, error) {
+	logger := klog.FromContext(ctx)
+	m, err := startBinaryManager(ctx, l, "app-only", append([]string{"--leader-elect=false", "--controllers=" + appcontroller.ControllerName}, cfg.managerArgs...)...)
+	if err != nil {
+		return convergence{}, err
+	}
+	defer func() {
+		if code, err := m.Terminate(time.Minute); err != nil || code != 0 {
+			logger.Info("The App-only manager did not stop cleanly", "exitCode", code, "err", err)
+		}
+	}()
+	if err := waitManagerReady(ctx, m, 5*time.Minute, 3*time.Second); err != nil {
+		return convergence{}, err
+	}
+	conv, err := convergeApps(ctx, c, cfg, m, "app-only", ns, map[string]string{benchLabel: peerPhase}, cfg.apps, false)
+	if err != nil {
+		return conv, err
+	}
+	if _, err := m.Terminate(time.Minute); err != nil {
+		return conv, err
+	}
+	return conv, c.deleteNamespace(ctx, ns, cfg.cleanupTimeout)
+}
+
+// peerApps is the peer's half of the peer scenario.
+func peerApps(ctx context.Context, c *cluster, cfg config, ns string) (convergence, error) {
 	logger := klog.FromContext(ctx)
 	l := e2eframework.NewLauncher(cfg.peerBinary, c.kubeconfig, cfg.artifacts)
 	defer l.Close()
@@ -106,7 +179,7 @@ func scenarioPeer(ctx context.Context, c *cluster, cfg config) (peerResult, erro
 	logger.Info("Starting the peer", "binary", cfg.peerBinary)
 	p, err := l.Start(ctx, "peer")
 	if err != nil {
-		return peerResult{}, err
+		return convergence{}, err
 	}
 	m := &peerManager{binaryManager{p: p}}
 	defer func() {
@@ -115,14 +188,14 @@ func scenarioPeer(ctx context.Context, c *cluster, cfg config) (peerResult, erro
 		}
 	}()
 	if err := m.waitIdle(ctx, 5*time.Minute, 3*time.Second); err != nil {
-		return peerResult{}, err
+		return convergence{}, err
 	}
-	conv, err := convergeApps(ctx, c, cfg, m, scenarioNamePeer, peerNamespace, map[string]string{benchLabel: peerPhase}, cfg.apps, false)
+	conv, err := convergeApps(ctx, c, cfg, m, scenarioNamePeer, ns, map[string]string{benchLabel: peerPhase}, cfg.apps, false)
 	if err != nil {
-		return peerResult{}, fmt.Errorf("peer: %w", err)
+		return conv, fmt.Errorf("peer: %w", err)
 	}
 	if _, err := m.Terminate(time.Minute); err != nil {
-		return peerResult{}, err
+		return conv, err
 	}
-	return peerResult{peer: conv}, c.deleteNamespace(ctx, peerNamespace, cfg.cleanupTimeout)
+	return conv, c.deleteNamespace(ctx, ns, cfg.cleanupTimeout)
 }

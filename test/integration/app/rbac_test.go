@@ -50,7 +50,6 @@ func TestShippedRBACSuffices(t *testing.T) {
 
 	e.create(newApp("rbac", true, true))
 	e.waitConverged("rbac") // created three children, wrote status
-	e.waitEventMessage("rbac", corev1.EventTypeNormal, "Created", "Created Deployment, Service and Ingress")
 
 	// Repaired, after a JSON patch moving each child's creation fields to
 	// the controller's apply, with server-side apply (image, target port). The Deployment controller writes the Deployment
@@ -93,5 +92,6 @@ func TestShippedRBACSuffices(t *testing.T) {
 		_, err := e.kube.NetworkingV1().Ingresses(e.ns).Get(ctx, "rbac", metav1.GetOptions{})
 		return err
 	})
+	e.waitEventMessage("rbac", corev1.EventTypeNormal, "Deleted", "Deleted Ingress: the App no longer asks for it")
 	e.waitConverged("rbac")
 }

@@ -77,9 +77,11 @@ type GenericOptions struct {
 	Controllers               []string
 	HTTPAddress               string
 	SecureServing             bool
-	TLSCertFile               string
-	TLSKeyFile                string
-	ShutdownTimeout           time.Duration
+	// Profiling serves /debug/pprof/ beside /metrics.
+	Profiling       bool
+	TLSCertFile     string
+	TLSKeyFile      string
+	ShutdownTimeout time.Duration
 	// ShutdownDelay is how long a replica keeps serving webhooks, unready,
 	// after SIGTERM, so endpoints stop routing to it before it closes.
 	ShutdownDelay   time.Duration
@@ -148,6 +150,8 @@ func (o *Options) Flags(allControllers, disabledByDefault []string) cliflag.Name
 		"Address of the HTTP server for /healthz, /livez, /readyz, /metrics and /debug/controllers. '0' disables it.")
 	fs.BoolVar(&o.Generic.SecureServing, "secure-serving", o.Generic.SecureServing,
 		"Serve HTTPS, and let only callers whose token passes a TokenReview and who may GET the path (SubjectAccessReview) read /metrics and /debug/controllers; the probes stay open. false serves plain HTTP with no checks, for local runs.")
+	fs.BoolVar(&o.Generic.Profiling, "profiling", o.Generic.Profiling,
+		"Serve Go's profiles on --http-address at /debug/pprof/, behind the same checks as /metrics.")
 	fs.StringVar(&o.Generic.TLSCertFile, "tls-cert-file", o.Generic.TLSCertFile,
 		"Serving certificate for --secure-serving, reloaded when the file changes; empty generates a self-signed one at start.")
 	fs.StringVar(&o.Generic.TLSKeyFile, "tls-private-key-file", o.Generic.TLSKeyFile,
