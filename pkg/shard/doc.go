@@ -27,8 +27,9 @@ limitations under the License.
 // exclusive, the last range ending at 2^64, which the API server writes
 // 0x10000000000000000. The hashing, the bound comparison and the selector's
 // text are apimachinery's (k8s.io/apimachinery/pkg/sharding); the echo of a
-// selector is parsed with the server's own parser
-// (k8s.io/apiserver/pkg/sharding).
+// selector is read range by range (rangesOf), and a test holds that reading
+// to the server's own parser (k8s.io/apiserver/pkg/sharding, kept out of the
+// binary because it brings CEL).
 //
 // # Keys
 //

@@ -19,13 +19,14 @@ package shard
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	apisharding "k8s.io/apimachinery/pkg/sharding"
-	"k8s.io/apiserver/pkg/sharding"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -82,20 +83,39 @@ func canarySelector(k Key) string {
 // honoured reports whether list is the API server's answer to selector, not
 // the whole collection: only a server that applied the selector echoes it
 // in ListMeta.ShardInfo (and only on a built-in type's typed list). The echo
-// is parsed with the server's own parser and compared range by range, so
-// that a change in its formatting does not read as "ignored".
+// is compared range by range, not as text, so that a change in the server's
+// spacing or quoting does not read as "ignored"; an echo that does not
+// parse reads as ignored, and the client then filters, which is always safe.
 func honoured(list runtime.Object, selector string) bool {
 	sl, ok := list.(metav1.ShardedListInterface)
 	if !ok || sl.GetShardInfo() == nil {
 		return false
 	}
-	got, err := sharding.Parse(sl.GetShardInfo().Selector)
-	if err != nil {
+	got, ok := rangesOf(sl.GetShardInfo().Selector)
+	if !ok {
 		return false
 	}
-	want, err := sharding.Parse(selector)
-	if err != nil {
-		return false
+	want, ok := rangesOf(selector)
+	return ok && slices.Equal(got, want)
+}
+
+// shardRangeTerm is one term of a shard selector, as the API server writes
+// it: shardRange(<field path>, '<hex start>', '<hex end>').
+var shardRangeTerm = regexp.MustCompile(`^\s*shardRange\(\s*([A-Za-z0-9_.]+)\s*,\s*['"](0[xX][0-9a-fA-F]+)['"]\s*,\s*['"](0[xX][0-9a-fA-F]+)['"]\s*\)\s*$`)
+
+// rangesOf reads the ranges of a shard selector, the terms joined by "||",
+// with the hex digits in lower case. It is a reader for this package's own
+// selectors and their echo, not a parser of every selector the API server
+// accepts (k8s.io/apiserver/pkg/sharding, which brings CEL into the binary).
+func rangesOf(selector string) ([]apisharding.ShardRangeRequirement, bool) {
+	var ranges []apisharding.ShardRangeRequirement
+	for term := range strings.SplitSeq(selector, "||") {
+		m := shardRangeTerm.FindStringSubmatch(term)
+		if m == nil {
+			return nil, false
+		}
+		ranges = append(ranges, apisharding.ShardRangeRequirement{
+			Key: m[1], Start: strings.ToLower(m[2]), End: strings.ToLower(m[3])})
 	}
-	return slices.Equal(got.Requirements(), want.Requirements())
+	return ranges, len(ranges) > 0
 }

@@ -24,20 +24,13 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/apis/apiserver"
-	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
-	"k8s.io/apiserver/pkg/authorization/path"
-	"k8s.io/apiserver/pkg/authorization/union"
-	genericfilters "k8s.io/apiserver/pkg/endpoints/filters"
-	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/pkg/delegatedauth"
 	"github.com/ndsl/controller-manager/pkg/webhook"
 )
 
@@ -48,54 +41,26 @@ var authWebhookBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 
 // probePaths are served to anyone: the kubelet probes them without a token.
 var probePaths = []string{"/healthz", "/livez", "/readyz", informerSyncPath}
 
-// withDelegatedAuth protects every path but the probes with the filters and
-// delegating authenticator and authorizer of kube-controller-manager's
-// secure serving: the request's bearer token must pass a TokenReview (else
-// 401) and its user must be allowed the HTTP verb on the non-resource URL by
-// a SubjectAccessReview (else 403). Both answers are cached briefly, so a
-// scrape every few seconds costs the API server little.
-//
-// Not apiserver's Delegating{Authentication,Authorization}Options: their
-// ApplyTo turns anonymous requests on for every path (a request without a
-// token would get 403, not 401) and reads its client only from a kubeconfig
-// file or the in-cluster config, not from the manager's client config.
+// withDelegatedAuth protects every path but the probes as
+// kube-controller-manager's secure serving does: the request's bearer token
+// must pass a TokenReview (else 401) and its user must be allowed the HTTP
+// verb on the non-resource URL by a SubjectAccessReview (else 403). Both
+// answers are cached briefly, so a scrape every few seconds costs the API
+// server little.
 func withDelegatedAuth(h http.Handler, cfg *rest.Config) (http.Handler, error) {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building the client for delegated authentication: %w", err)
 	}
-	// Without a token, only the probes are reached, as system:anonymous.
-	anonymous := &apiserver.AnonymousAuthConfig{Enabled: true}
-	for _, p := range probePaths {
-		anonymous.Conditions = append(anonymous.Conditions, apiserver.AnonymousAuthCondition{Path: p})
-	}
-	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
-		Anonymous:                anonymous,
-		TokenAccessReviewClient:  client.AuthenticationV1(),
-		TokenAccessReviewTimeout: 10 * time.Second,
-		WebhookRetryBackoff:      &authWebhookBackoff,
-		CacheTTL:                 time.Minute,
-	}.New()
-	if err != nil {
-		return nil, fmt.Errorf("building the delegated authenticator: %w", err)
-	}
-	reviewed, err := authorizerfactory.DelegatingAuthorizerConfig{
-		SubjectAccessReviewClient: client.AuthorizationV1(),
-		AllowCacheTTL:             10 * time.Second,
-		DenyCacheTTL:              10 * time.Second,
-		WebhookRetryBackoff:       &authWebhookBackoff,
-	}.New()
-	if err != nil {
-		return nil, fmt.Errorf("building the delegated authorizer: %w", err)
-	}
-	probes, err := path.NewAuthorizer(probePaths)
-	if err != nil {
-		return nil, err
-	}
-
-	handler := genericfilters.WithAuthorization(h, union.New(probes, reviewed), scheme.Codecs)
-	handler = genericfilters.WithAuthentication(handler, authn, genericfilters.Unauthorized(scheme.Codecs), nil, nil)
-	return genericfilters.WithRequestInfo(handler, &apirequest.RequestInfoFactory{}), nil
+	return delegatedauth.New(h, client, delegatedauth.Options{
+		Open:             probePaths,
+		Timeout:          10 * time.Second,
+		Backoff:          authWebhookBackoff,
+		TokenTTL:         time.Minute,
+		RejectedTokenTTL: 10 * time.Second,
+		AllowTTL:         10 * time.Second,
+		DenyTTL:          10 * time.Second,
+	}), nil
 }
 
 // servingCertificate is the certificate of --tls-cert-file and
