@@ -30,7 +30,8 @@ limitations under the License.
 //     half as fast);
 //   - raw limits: plain client-go creates of exactly what each scenario's
 //     controller writes, parent included, --concurrency at a time
-//     (default: the controllers' default worker count), no rate limit;
+//     (default: the controllers' default worker count), no rate limit,
+//     each right before its scenario with the manager paused;
 //   - apps, pipelines, ingress: the binary (--kube-api-qps=-1, default
 //     workers, leader election off) converges the objects created at once;
 //   - peer (before apps): the same Apps converged by test/bench/peer, a
@@ -378,28 +379,27 @@ func run(ctx context.Context, cfg config) error {
 			return err
 		}
 	}
-	// The raw limits first, each cleaned up before the next: the manager
-	// would otherwise reconcile the raw objects.
-	raws := []struct {
-		name    string
-		measure func() (rawResult, error)
-	}{
-		{scenarioNameApps, func() (rawResult, error) { return rawApps(ctx, c, cfg, "bench-raw-apps", cfg.apps, 1) }},
-		{scenarioNamePipelines, func() (rawResult, error) { return rawPipelines(ctx, c, cfg, cfg.pipelines) }},
-		{scenarioNameIngress, func() (rawResult, error) { return rawIngresses(ctx, c, cfg, cfg.services) }},
+	// Each raw limit is measured right before the manager's scenario of the
+	// same kind, on the cluster that scenario meets (row 2 meets row 1's
+	// Apps), with the manager paused so that it neither reconciles the raw
+	// objects nor costs the API server its watches meanwhile. In profile
+	// mode, and for a raw limit no manager scenario follows (the peer's),
+	// they are measured first, on the nearly empty cluster. Each is cleaned
+	// up before anything else runs.
+	raws := map[string]func() (rawResult, error){
+		scenarioNameApps:      func() (rawResult, error) { return rawApps(ctx, c, cfg, "bench-raw-apps", cfg.apps, 1) },
+		scenarioNamePipelines: func() (rawResult, error) { return rawPipelines(ctx, c, cfg, cfg.pipelines) },
+		scenarioNameIngress:   func() (rawResult, error) { return rawIngresses(ctx, c, cfg, cfg.services) },
 	}
-	for _, r := range raws {
-		if !cfg.has(r.name) {
+	deferRaws := needManager && cfg.cpuprofile == ""
+	for _, name := range []string{scenarioNameApps, scenarioNamePipelines, scenarioNameIngress} {
+		wanted := cfg.has(name) || (name == scenarioNameApps && cfg.has(scenarioNamePeer))
+		if !wanted || (deferRaws && cfg.has(name)) {
 			continue
 		}
-		logger.Info("Measuring the raw write limit", "scenario", r.name)
-		rr, err := r.measure()
-		if err != nil {
+		if err := measureRawLimit(ctx, res, name, raws[name]); err != nil {
 			return err
 		}
-		res.raw[r.name] = rr
-		logger.Info("Raw limit", "scenario", r.name, "setsPerSecond", fmt.Sprintf("%.1f", rr.setsPerSecond()),
-			"createsPerSecond", fmt.Sprintf("%.0f", rr.createsPerSecond()), "cpu", rr.cpu.String())
 	}
 
 	// The peer before the manager, on the same nearly empty cluster the
@@ -412,7 +412,10 @@ func run(ctx context.Context, cfg config) error {
 		res.peer = &p
 	}
 	if needManager {
-		if err := runManagerScenarios(ctx, c, cfg, launcher, res); err != nil {
+		if !deferRaws {
+			raws = nil
+		}
+		if err := runManagerScenarios(ctx, c, cfg, launcher, res, raws); err != nil {
 			return err
 		}
 	}
@@ -482,8 +485,41 @@ func run(ctx context.Context, cfg config) error {
 	return report(ctx, res)
 }
 
-// runManagerScenarios runs scenarios 1-3 and 5 against one manager.
-func runManagerScenarios(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher, res *results) error {
+// measureRawLimit measures one raw limit into res.
+func measureRawLimit(ctx context.Context, res *results, name string, measure func() (rawResult, error)) error {
+	logger := klog.FromContext(ctx)
+	logger.Info("Measuring the raw write limit", "scenario", name)
+	rr, err := measure()
+	if err != nil {
+		return err
+	}
+	res.raw[name] = rr
+	logger.Info("Raw limit", "scenario", name, "setsPerSecond", fmt.Sprintf("%.1f", rr.setsPerSecond()),
+		"createsPerSecond", fmt.Sprintf("%.0f", rr.createsPerSecond()), "cpu", rr.cpu.String())
+	return nil
+}
+
+// whilePaused runs f with the manager's process stopped (SIGSTOP), and
+// continues it (SIGCONT) after f, whatever f returned.
+func whilePaused(m manager, f func() error) error {
+	pid := m.PID()
+	if pid == os.Getpid() {
+		return fmt.Errorf("cannot pause the in-process manager")
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("pausing the manager: %w", err)
+	}
+	ferr := f()
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		return errors.Join(ferr, fmt.Errorf("continuing the manager: %w", err))
+	}
+	return ferr
+}
+
+// runManagerScenarios runs scenarios 1-3 and 5 against one manager. raws
+// holds the raw limits to measure right before their scenarios, with the
+// manager paused.
+func runManagerScenarios(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher, res *results, raws map[string]func() (rawResult, error)) error {
 	logger := klog.FromContext(ctx)
 	baseObjects, _, err := c.cachedObjects(ctx)
 	if err != nil {
@@ -531,6 +567,15 @@ func runManagerScenarios(ctx context.Context, c *cluster, cfg config, l *e2efram
 	for _, s := range scenarios {
 		if !cfg.has(s.name) {
 			continue
+		}
+		if measure, ok := raws[s.name]; ok {
+			if err := whilePaused(m, func() error { return measureRawLimit(ctx, res, s.name, measure) }); err != nil {
+				return err
+			}
+			// It may have seen the raw objects come and go.
+			if err := waitManagerReady(ctx, m, 5*time.Minute, 3*time.Second); err != nil {
+				return err
+			}
 		}
 		logger.Info("Measuring the manager", "scenario", s.name)
 		var conv convergence
