@@ -140,6 +140,9 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 					defer set.stop()
 				}
 				m.runControllers(runCtx, ctx.Done(), set, set.controllers)
+				// Stopped: no longer leading, before the Lease is released
+				// and another replica can say it leads.
+				m.status.setLeading(m.enabled, false)
 			},
 			OnStoppedLeading: func() {
 				m.guard.Lost()

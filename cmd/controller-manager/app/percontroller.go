@@ -197,8 +197,11 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 						runSet, run = unitSet, unitSet.controllers[0]
 					}
 					m.runControllers(runCtx, drain, runSet, []Controller{run})
-					// Drained: release the Lease (ReleaseOnCancel) for the
-					// replica it is assigned to, or on shutdown.
+					// Drained: no longer leading, said before the Lease is
+					// released (ReleaseOnCancel) for the replica it is
+					// assigned to, or on shutdown, so that two replicas never
+					// both say they lead it.
+					m.status.setLeading([]ControllerDescriptor{d}, false)
 					stopElection()
 				},
 				OnStoppedLeading: func() {

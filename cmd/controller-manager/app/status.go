@@ -83,7 +83,10 @@ func (s *managerStatus) setRunning(cs []Controller, running bool) {
 	}
 }
 
-// setLeading records whether this instance holds the Lease of the named controllers.
+// setLeading records whether this instance leads the named controllers: it
+// holds their Lease and runs them. It is cleared once they have stopped,
+// before the Lease is released, not after the release returns: another
+// replica may have taken the Lease by then.
 func (s *managerStatus) setLeading(ds []ControllerDescriptor, leading bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
