@@ -321,13 +321,15 @@ func (c *config) validate() error {
 
 // results are everything the table reports.
 type results struct {
-	cfg          config
-	machine      machineInfo
-	load         loadWait
-	started      time.Time
-	finished     time.Time
-	managerVer   string
-	raw          map[string]rawResult
+	cfg        config
+	machine    machineInfo
+	load       loadWait
+	started    time.Time
+	finished   time.Time
+	managerVer string
+	raw        map[string]rawResult
+	// stoppedBy is the failure that ended the run early, if one did.
+	stoppedBy    error
 	conv         map[string]convergence
 	memory       *memoryResult
 	steady       *steadyResult
@@ -407,7 +409,7 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.has(scenarioNamePeer) && cfg.cpuprofile == "" {
 		p, err := scenarioPeer(ctx, c, cfg, launcher)
 		if err != nil {
-			return fmt.Errorf("peer: %w", err)
+			return partialReport(res, fmt.Errorf("peer: %w", err))
 		}
 		res.peer = &p
 	}
@@ -416,60 +418,60 @@ func run(ctx context.Context, cfg config) error {
 			raws = nil
 		}
 		if err := runManagerScenarios(ctx, c, cfg, launcher, res, raws); err != nil {
-			return err
+			return partialReport(res, err)
 		}
 	}
 	if cfg.has(scenarioNameProfile) && cfg.cpuprofile == "" && len(res.conv) > 0 {
 		if err := scenarioProfile(ctx, c, cfg, res); err != nil {
-			return fmt.Errorf("profile: %w", err)
+			return partialReport(res, fmt.Errorf("profile: %w", err))
 		}
 	}
 	if cfg.has(scenarioNameSteady) {
 		s, err := scenarioSteady(ctx, c, cfg, launcher)
 		if err != nil {
-			return fmt.Errorf("steady state: %w", err)
+			return partialReport(res, fmt.Errorf("steady state: %w", err))
 		}
 		res.steady = &s
 	}
 	if cfg.has(scenarioNameFailover) {
 		f, err := scenarioFailover(ctx, c, cfg, launcher)
 		if err != nil {
-			return fmt.Errorf("failover: %w", err)
+			return partialReport(res, fmt.Errorf("failover: %w", err))
 		}
 		res.failover = &f
 	}
 	if cfg.has(scenarioNameConversion) && cfg.cpuprofile == "" {
 		cr, err := scenarioConversion(ctx, c, cfg)
 		if err != nil {
-			return fmt.Errorf("conversion: %w", err)
+			return partialReport(res, fmt.Errorf("conversion: %w", err))
 		}
 		res.conversion = &cr
 	}
 	if cfg.has(scenarioNameAdmission) && cfg.cpuprofile == "" {
 		a, err := scenarioAdmission(ctx, c, cfg, launcher)
 		if err != nil {
-			return fmt.Errorf("admission: %w", err)
+			return partialReport(res, fmt.Errorf("admission: %w", err))
 		}
 		res.admission = &a
 	}
 	if cfg.has(scenarioNameFlood) && cfg.cpuprofile == "" {
 		f, err := scenarioFlood(ctx, c, cfg, launcher)
 		if err != nil {
-			return fmt.Errorf("flood: %w", err)
+			return partialReport(res, fmt.Errorf("flood: %w", err))
 		}
 		res.flood = &f
 	}
 	if cfg.has(scenarioNameSpread) && cfg.cpuprofile == "" {
 		s, err := scenarioSpread(ctx, c, cfg, launcher)
 		if err != nil {
-			return fmt.Errorf("spread: %w", err)
+			return partialReport(res, fmt.Errorf("spread: %w", err))
 		}
 		res.spread = &s
 	}
 	if cfg.has(scenarioNameShards) && cfg.cpuprofile == "" {
 		s, err := scenarioShards(ctx, c, cfg, launcher)
 		if err != nil {
-			return fmt.Errorf("shards: %w", err)
+			return partialReport(res, fmt.Errorf("shards: %w", err))
 		}
 		res.shards = &s
 	}
@@ -477,12 +479,29 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.has(scenarioNameNoisy) && cfg.cpuprofile == "" {
 		n, err := scenarioNoisy(ctx, c, cfg, launcher)
 		if err != nil {
-			return fmt.Errorf("noisy: %w", err)
+			return partialReport(res, fmt.Errorf("noisy: %w", err))
 		}
 		res.noisy = &n
 	}
 	res.finished = time.Now()
 	return report(ctx, res)
+}
+
+// partialReport prints what a run that failed had measured, and writes it
+// to partial-report.md in the artifacts, so that an hour of figures is not
+// lost to the last scenario; the markdown file is left alone, as its
+// section is for complete runs. It returns err.
+func partialReport(res *results, err error) error {
+	res.finished = time.Now()
+	res.stoppedBy = err
+	section := markdown(res)
+	fmt.Println()
+	fmt.Println(section)
+	path := filepath.Join(res.cfg.artifacts, "partial-report.md")
+	if werr := os.WriteFile(path, []byte(section), 0o644); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return err
 }
 
 // measureRawLimit measures one raw limit into res.

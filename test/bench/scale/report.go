@@ -470,6 +470,9 @@ func markdown(res *results) string {
 	rows, verdicts := buildTable(res)
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Latest run\n\n")
+	if res.stoppedBy != nil {
+		fmt.Fprintf(&b, "- **Stopped early**: %v. The figures below are those measured before; the scenarios after it did not run.\n", res.stoppedBy)
+	}
 	fmt.Fprintf(&b, "- **When**: %s, %s.\n", res.started.UTC().Format("2006-01-02 15:04 MST"), res.finished.Sub(res.started).Round(time.Second))
 	fmt.Fprintf(&b, "- **Command**: `%s` (from the repository root; `make bench` runs it with the default sizes).\n", commandLine())
 	fmt.Fprintf(&b, "- **Machine**: %d CPUs (%s), %s memory, Linux %s; %s. Other people's work may share it.\n",
