@@ -28,6 +28,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	"k8s.io/client-go/util/retry"
 )
 
 // tokenReviewer authenticates a bearer token with a TokenReview.
@@ -44,7 +45,7 @@ var _ authenticator.Token = &tokenReviewer{}
 func (r *tokenReviewer) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
 	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
 	var result *authenticationv1.TokenReview
-	err := retryTransient(ctx, r.backoff, func() error {
+	err := retry.OnError(r.backoff, transient, func() error {
 		callCtx, cancel := context.WithTimeout(ctx, r.timeout)
 		defer cancel()
 		var err error

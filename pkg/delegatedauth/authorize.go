@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/user"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"k8s.io/client-go/util/retry"
 )
 
 // accessReviewer asks, with a SubjectAccessReview, whether a user may use an
@@ -76,7 +77,7 @@ func (r *accessReviewer) allowed(ctx context.Context, u user.Info, verb, path st
 	}
 
 	var result *authorizationv1.SubjectAccessReview
-	err = retryTransient(ctx, r.backoff, func() error {
+	err = retry.OnError(r.backoff, transient, func() error {
 		callCtx, cancel := context.WithTimeout(ctx, r.timeout)
 		defer cancel()
 		var err error

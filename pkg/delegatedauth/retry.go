@@ -17,37 +17,16 @@ limitations under the License.
 package delegatedauth
 
 import (
-	"context"
 	"errors"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// retryTransient calls f until it succeeds, fails for good or backoff is
-// spent. A failure is transient when the API server could not answer (no
-// status: a refused or broken connection, a timeout) or answered that it is
-// busy or broken (429, 5xx), as kube-apiserver's delegated auth retries.
-func retryTransient(ctx context.Context, backoff wait.Backoff, f func() error) error {
-	var last error
-	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(context.Context) (bool, error) {
-		last = f()
-		switch {
-		case last == nil:
-			return true, nil
-		case transient(last):
-			return false, nil
-		default:
-			return false, last
-		}
-	})
-	if wait.Interrupted(err) && last != nil {
-		return last
-	}
-	return err
-}
-
+// transient reports whether a review is worth sending again (with
+// client-go's retry.OnError): the API server could not answer (no status: a
+// refused or broken connection, a timeout) or answered that it is busy or
+// broken (429, 5xx), as kube-apiserver's delegated auth retries.
 func transient(err error) bool {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
