@@ -282,13 +282,11 @@ func (c *cluster) cachedObjects(ctx context.Context) (int, map[string]int, error
 }
 
 // eventWrites counts the writes of the manager's event recorder in
-// namespace from the Events its controllers reported: one create per Event
-// and one patch per repetition (count - 1).
-func (c *cluster) eventWrites(ctx context.Context, namespace string, components ...string) (creates, patches int, err error) {
-	want := map[string]bool{}
-	for _, comp := range components {
-		want[comp] = true
-	}
+// namespace from the Events component reported about objects whose name
+// starts with prefix: one create per Event and one patch per repetition
+// (count - 1). The prefix keeps out Events about other scenarios' objects
+// in a shared namespace, such as the raw Pipelines' in default.
+func (c *cluster) eventWrites(ctx context.Context, namespace, component, prefix string) (creates, patches int, err error) {
 	opts := metav1.ListOptions{Limit: 500}
 	for {
 		list, err := c.kube.CoreV1().Events(namespace).List(ctx, opts)
@@ -296,7 +294,7 @@ func (c *cluster) eventWrites(ctx context.Context, namespace string, components 
 			return 0, 0, fmt.Errorf("listing events in %s: %w", namespace, err)
 		}
 		for _, e := range list.Items {
-			if want[e.Source.Component] || want[e.ReportingController] {
+			if countedEvent(&e, component, prefix) {
 				creates++
 				patches += int(max(e.Count, 1)) - 1
 			}
@@ -306,6 +304,13 @@ func (c *cluster) eventWrites(ctx context.Context, namespace string, components 
 		}
 		opts.Continue = list.Continue
 	}
+}
+
+// countedEvent reports whether e was reported by component about an object
+// whose name starts with prefix.
+func countedEvent(e *corev1.Event, component, prefix string) bool {
+	return (e.Source.Component == component || e.ReportingController == component) &&
+		strings.HasPrefix(e.InvolvedObject.Name, prefix)
 }
 
 // parallel runs fn for 0..n-1 on concurrency goroutines and returns the

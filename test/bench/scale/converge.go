@@ -455,7 +455,7 @@ func scenarioApps(ctx context.Context, c *cluster, cfg config, m manager) (conve
 // and the settled totals, otherwise the figures stop at convergence.
 func convergeApps(ctx context.Context, c *cluster, cfg config, m manager, name, ns string, appLabels map[string]string, n int, waitReady bool) (convergence, error) {
 	watch := func(ctx context.Context, t *tracker) { watchApps(ctx, c, ns, t) }
-	events := func(ctx context.Context) (int, int, error) { return c.eventWrites(ctx, ns, "app") }
+	events := func(ctx context.Context) (int, int, error) { return c.eventWrites(ctx, ns, "app", "") }
 	measure := createAndMeasure
 	if !waitReady {
 		measure = createAndMeasureToConvergence
@@ -497,7 +497,7 @@ func convergePipelines(ctx context.Context, c *cluster, cfg config, m manager, n
 	// Events about a cluster-scoped Pipeline go to the default namespace.
 	events := func(ctx context.Context) (creates, patches int, err error) {
 		for _, eventNS := range []string{ns, metav1.NamespaceDefault} {
-			c, p, err := c.eventWrites(ctx, eventNS, pipeline.ControllerName)
+			c, p, err := c.eventWrites(ctx, eventNS, pipeline.ControllerName, phase+"-pl-")
 			if err != nil {
 				return 0, 0, err
 			}
@@ -541,7 +541,7 @@ func scenarioIngress(ctx context.Context, c *cluster, cfg config, m manager) (co
 // convergeIngress measures n annotated headless Services created in ns.
 func convergeIngress(ctx context.Context, c *cluster, cfg config, m manager, name, ns string, n int) (convergence, error) {
 	watch := func(ctx context.Context, t *tracker) { watchIngresses(ctx, c, ns, t) }
-	events := func(ctx context.Context) (int, int, error) { return c.eventWrites(ctx, ns, "ingress") }
+	events := func(ctx context.Context) (int, int, error) { return c.eventWrites(ctx, ns, "ingress", "") }
 	res, err := createAndMeasure(ctx, c, cfg, name, m, ns, n, watch, false, events, func(ctx context.Context, i int) error {
 		_, err := c.kube.CoreV1().Services(ns).Create(ctx, newIngressService(i), metav1.CreateOptions{})
 		return err
