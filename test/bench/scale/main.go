@@ -321,15 +321,13 @@ func (c *config) validate() error {
 
 // results are everything the table reports.
 type results struct {
-	cfg        config
-	machine    machineInfo
-	load       loadWait
-	started    time.Time
-	finished   time.Time
-	managerVer string
-	raw        map[string]rawResult
-	// stoppedBy is the failure that ended the run early, if one did.
-	stoppedBy    error
+	cfg          config
+	machine      machineInfo
+	load         loadWait
+	started      time.Time
+	finished     time.Time
+	managerVer   string
+	raw          map[string]rawResult
 	conv         map[string]convergence
 	memory       *memoryResult
 	steady       *steadyResult
@@ -343,6 +341,8 @@ type results struct {
 	profiles     map[string]profileResult
 	noisy        *noisyResult
 	profileNotes string
+	// stoppedBy is the failure that ended the run early, if one did.
+	stoppedBy error
 }
 
 func run(ctx context.Context, cfg config) error {
@@ -404,12 +404,23 @@ func run(ctx context.Context, cfg config) error {
 		}
 	}
 
+	if err := runScenarios(ctx, c, cfg, launcher, res, raws, needManager, deferRaws); err != nil {
+		return partialReport(res, err)
+	}
+	res.finished = time.Now()
+	return report(ctx, res)
+}
+
+// runScenarios runs the peer and every manager scenario selected, in order,
+// into res; raws are the raw limits still to measure right before their
+// scenarios (deferRaws). The first failure ends it.
+func runScenarios(ctx context.Context, c *cluster, cfg config, launcher *e2eframework.Launcher, res *results, raws map[string]func() (rawResult, error), needManager, deferRaws bool) error {
 	// The peer before the manager, on the same nearly empty cluster the
 	// manager's Apps meet; its Apps are deleted before the manager starts.
 	if cfg.has(scenarioNamePeer) && cfg.cpuprofile == "" {
 		p, err := scenarioPeer(ctx, c, cfg, launcher)
 		if err != nil {
-			return partialReport(res, fmt.Errorf("peer: %w", err))
+			return fmt.Errorf("peer: %w", err)
 		}
 		res.peer = &p
 	}
@@ -418,60 +429,60 @@ func run(ctx context.Context, cfg config) error {
 			raws = nil
 		}
 		if err := runManagerScenarios(ctx, c, cfg, launcher, res, raws); err != nil {
-			return partialReport(res, err)
+			return err
 		}
 	}
 	if cfg.has(scenarioNameProfile) && cfg.cpuprofile == "" && len(res.conv) > 0 {
 		if err := scenarioProfile(ctx, c, cfg, res); err != nil {
-			return partialReport(res, fmt.Errorf("profile: %w", err))
+			return fmt.Errorf("profile: %w", err)
 		}
 	}
 	if cfg.has(scenarioNameSteady) {
 		s, err := scenarioSteady(ctx, c, cfg, launcher)
 		if err != nil {
-			return partialReport(res, fmt.Errorf("steady state: %w", err))
+			return fmt.Errorf("steady state: %w", err)
 		}
 		res.steady = &s
 	}
 	if cfg.has(scenarioNameFailover) {
 		f, err := scenarioFailover(ctx, c, cfg, launcher)
 		if err != nil {
-			return partialReport(res, fmt.Errorf("failover: %w", err))
+			return fmt.Errorf("failover: %w", err)
 		}
 		res.failover = &f
 	}
 	if cfg.has(scenarioNameConversion) && cfg.cpuprofile == "" {
 		cr, err := scenarioConversion(ctx, c, cfg)
 		if err != nil {
-			return partialReport(res, fmt.Errorf("conversion: %w", err))
+			return fmt.Errorf("conversion: %w", err)
 		}
 		res.conversion = &cr
 	}
 	if cfg.has(scenarioNameAdmission) && cfg.cpuprofile == "" {
 		a, err := scenarioAdmission(ctx, c, cfg, launcher)
 		if err != nil {
-			return partialReport(res, fmt.Errorf("admission: %w", err))
+			return fmt.Errorf("admission: %w", err)
 		}
 		res.admission = &a
 	}
 	if cfg.has(scenarioNameFlood) && cfg.cpuprofile == "" {
 		f, err := scenarioFlood(ctx, c, cfg, launcher)
 		if err != nil {
-			return partialReport(res, fmt.Errorf("flood: %w", err))
+			return fmt.Errorf("flood: %w", err)
 		}
 		res.flood = &f
 	}
 	if cfg.has(scenarioNameSpread) && cfg.cpuprofile == "" {
 		s, err := scenarioSpread(ctx, c, cfg, launcher)
 		if err != nil {
-			return partialReport(res, fmt.Errorf("spread: %w", err))
+			return fmt.Errorf("spread: %w", err)
 		}
 		res.spread = &s
 	}
 	if cfg.has(scenarioNameShards) && cfg.cpuprofile == "" {
 		s, err := scenarioShards(ctx, c, cfg, launcher)
 		if err != nil {
-			return partialReport(res, fmt.Errorf("shards: %w", err))
+			return fmt.Errorf("shards: %w", err)
 		}
 		res.shards = &s
 	}
@@ -479,12 +490,11 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.has(scenarioNameNoisy) && cfg.cpuprofile == "" {
 		n, err := scenarioNoisy(ctx, c, cfg, launcher)
 		if err != nil {
-			return partialReport(res, fmt.Errorf("noisy: %w", err))
+			return fmt.Errorf("noisy: %w", err)
 		}
 		res.noisy = &n
 	}
-	res.finished = time.Now()
-	return report(ctx, res)
+	return nil
 }
 
 // partialReport prints what a run that failed had measured, and writes it
