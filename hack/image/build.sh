@@ -73,7 +73,9 @@ if [[ ${PREBUILT:-} == 1 ]]; then
 fi
 
 begin=$SECONDS
+# The label lets hack/kind/build-node-image.sh prune find the untagged images
+# that rebuilds under one tag leave behind.
 # shellcheck disable=SC2086 # $cli is a command line
-$cli "${args[@]}" -t "$IMG" "$ROOT"
+$cli "${args[@]}" --label io.ndsl.build=controller-manager -t "$IMG" "$ROOT"
 size=$(docker image inspect "$IMG" --format '{{.Size}}')
 log "built $IMG in $((SECONDS - begin))s, $((size / 1000000)) MB ($size bytes)"

@@ -4,10 +4,11 @@
 # packages (debootstrap). `kind build node-image` cannot do this, it pulls the
 # component images. Prints the image name on stdout.
 #
-#   hack/kind/build-node-image.sh [all|kind|tools|bins|rootfs|base|node|name]
+#   hack/kind/build-node-image.sh [all|kind|tools|bins|rootfs|base|node|name|prune]
 #
 # (kind: build only the kind CLI and print its path; name: print the image's
-# name without building anything.)
+# name without building anything; prune: remove what earlier versions of this
+# script built, see prune below.)
 #
 # Everything is cached outside the clone, keyed by version, so CI (a fresh
 # clone on the same machine) builds it once:
@@ -233,7 +234,7 @@ image() {
   cp "$3" "$ctx/bin"
   # kubeadm's static pods name the command, not its path: PATH must find it.
   printf 'FROM %s\nCOPY bin %s\nENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nENTRYPOINT ["%s"]\n' "$2" "$4" "$4" >"$ctx/Dockerfile"
-  docker build -q -t "$1" "$ctx" >/dev/null
+  docker build -q --label "$BUILD_LABEL=kind-component" -t "$1" "$ctx" >/dev/null
   rm -rf "$ctx"
 }
 
@@ -252,7 +253,7 @@ glibc_image() {
   printf 'hosts: files dns\n' >"$ctx/root/etc/nsswitch.conf"
   chmod 1777 "$ctx/root/tmp"
   printf 'FROM scratch\nCOPY root/ /\n' >"$ctx/Dockerfile"
-  docker build -q -t "$tag" "$ctx" >/dev/null
+  docker build -q --label "$BUILD_LABEL=kind-component" -t "$tag" "$ctx" >/dev/null
   rm -rf "$ctx"
 }
 
@@ -269,6 +270,14 @@ component_images() {
   local first=${PAUSE_TAGS%% *} t
   image "registry.k8s.io/pause:$first" scratch "$PAUSE_BIN" /pause
   for t in ${PAUSE_TAGS#* }; do docker tag "registry.k8s.io/pause:$first" "registry.k8s.io/pause:$t"; done
+}
+
+# drop_components removes the component images' tags: they only carry the
+# binaries into the node image, which holds its own copy (1 GB on a disk that
+# keeps Docker's state), and every node build makes them afresh.
+drop_components() {
+  # shellcheck disable=SC2046 # one image per word
+  docker rmi $(component_list) >/dev/null 2>&1 || true
 }
 
 component_list() {
@@ -295,6 +304,7 @@ node() {
     return 1
   }
   base
+  drop_components # an earlier build's, unlabelled: prune would miss them
   component_images
   local cid b
   cid=$(docker run -d --entrypoint=sleep "$BASE_IMAGE" infinity)
@@ -316,7 +326,33 @@ node() {
   docker exec "$cid" sh -c 'kill $(pidof containerd); while pidof containerd >/dev/null; do sleep 0.2; done; rm -rf /tmp/* /run/containerd'
   # The label tells hack/kind/e2e.sh which etcd tag to give kubeadm.
   docker commit --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' \
-    --change "LABEL io.ndsl.kind.etcd-image-tag=$ETCD_TAG" "$cid" "$NODE_IMAGE" >/dev/null
+    --change "LABEL io.ndsl.kind.etcd-image-tag=$ETCD_TAG" --change "LABEL $BUILD_LABEL=kind-node" \
+    "$cid" "$NODE_IMAGE" >/dev/null
+  drop_components
+}
+
+# prune removes what earlier versions of this script (and of the project's
+# other image builds) left behind: the ndsl-kind images of other recipes or
+# versions, and untagged images with the build label, which a rebuild under
+# the same tag leaves. CI clones afresh but keeps Docker's state between runs
+# on one machine, where these would pile up. An image a container still uses
+# stays: docker rmi without -f refuses it.
+prune() {
+  local keep=" $NODE_IMAGE $BASE_IMAGE $ROOTFS_IMAGE ndsl-kind/glibc:${NODE_IMAGE##*:} " ref
+  for ref in $(docker image ls --format '{{.Repository}}:{{.Tag}}' --filter 'reference=ndsl-kind/*'); do
+    [[ $keep == *" $ref "* ]] && continue
+    if docker rmi "$ref" >/dev/null 2>&1; then log "prune: removed $ref"; else log "prune: kept $ref, in use"; fi
+  done
+  docker image prune -f --filter "label=$BUILD_LABEL" >/dev/null
+  # Untagged images from before the label, known by their entrypoints: the
+  # manager's, the e2e stand-ins' and the component images'.
+  local id ep
+  for id in $(docker image ls -q --filter dangling=true); do
+    ep=$(docker image inspect --format '{{join .Config.Entrypoint " "}}' "$id" 2>/dev/null) || continue
+    case " $UNLABELLED_ENTRYPOINTS " in
+    *" $ep "*) docker rmi "$id" >/dev/null 2>&1 || true ;;
+    esac
+  done
 }
 
 # Cache keys: each stage's recipe (its function's text) and what it builds on,
@@ -326,6 +362,10 @@ ROOTFS_IMAGE=ndsl-kind/rootfs:$DEBIAN_SUITE-$(key rootfs)
 BASE_IMAGE=ndsl-kind/base:$KIND_VERSION-$(key rootfs base)
 PAUSE_BIN="$BIN/pause-$(key go_pause)/pause"
 NODE_IMAGE=ndsl-kind/node:$KUBE_VERSION-$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-10)
+# On every image the project builds (hack/image/build.sh's too): prune finds
+# the untagged ones by it.
+BUILD_LABEL=io.ndsl.build
+UNLABELLED_ENTRYPOINTS="/controller-manager /cmd /coredns /pause $(printf '/usr/local/bin/%s ' kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd)"
 
 case "${1:-all}" in
 kind)
@@ -339,8 +379,12 @@ rootfs) timed rootfs ;;
 base) timed base ;;
 all | node) timed node ;;
 name) ;;
+prune)
+  prune
+  exit 0
+  ;;
 *)
-  echo "usage: $0 [all|kind|tools|bins|rootfs|base|node|name]" >&2
+  echo "usage: $0 [all|kind|tools|bins|rootfs|base|node|name|prune]" >&2
   exit 2
   ;;
 esac

@@ -3,7 +3,8 @@
 # workers) running the manager's image, installed with the Helm chart
 # (charts/controller-manager) or, with E2E_INSTALL=kustomize, manifests/default.
 #
-#   1. a Docker engine (hack/kind/docker.sh: installs and starts one if it can);
+#   1. a Docker engine (hack/kind/docker.sh: installs and starts one if it can),
+#      with room for the run once earlier runs' leftovers are pruned;
 #   2. the node image: $KIND_NODE_IMAGE if set; else kind's published image
 #      for our Kubernetes version if it can be pulled; else one built here
 #      without a registry (hack/kind/build-node-image.sh, cached);
@@ -81,6 +82,30 @@ shim=$(hack/kind/docker.sh)
 [[ -z $shim ]] || export PATH="$shim:$PATH"
 KIND=$(hack/kind/build-node-image.sh kind)
 
+# --- 1b. disk ----------------------------------------------------------------
+# CI clones afresh but keeps Docker's state between runs on one machine:
+# prune what earlier runs built and nothing uses, then refuse to go on, in
+# one line, when Docker's data root still has too little room. Otherwise the
+# run fails halfway, with "no space left on device" from inside a node.
+# The figures: docs/testing.md, "Disk".
+E2E_MIN_FREE_MIB="${E2E_MIN_FREE_MIB:-5632}"
+NODE_IMAGE_BUILD_MIB=5120
+disk() {
+  hack/kind/build-node-image.sh prune
+  local root avail need=$E2E_MIN_FREE_MIB
+  root=$(docker info --format '{{.DockerRootDir}}')
+  if [[ -z ${KIND_NODE_IMAGE:-} ]] && ! docker image inspect "$(hack/kind/build-node-image.sh name)" >/dev/null 2>&1; then
+    need=$((need + NODE_IMAGE_BUILD_MIB))
+  fi
+  avail=$(df -Pm "$root" | awk 'NR == 2 {print $4}')
+  if ((avail < need)); then
+    log "only $avail MiB free under $root, and this run needs about $need MiB: free some space (docker system df shows Docker's share) or lower E2E_MIN_FREE_MIB"
+    return 1
+  fi
+  log "$avail MiB free under $root (needs about $need MiB)"
+}
+stage "disk" disk
+
 # --- 2 and 3: node image beside the workload images ------------------------
 node_image() {
   if [[ -n ${KIND_NODE_IMAGE:-} ]]; then
@@ -103,7 +128,7 @@ scratch_image() {
   (cd "$2" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$ctx/cmd" .)
   printf 'FROM scratch\nCOPY cmd /cmd\nENTRYPOINT ["/cmd"]\n' >"$ctx/Dockerfile"
   [[ -z ${3:-} ]] || printf 'USER %s\n' "$3" >>"$ctx/Dockerfile"
-  docker build -q -t "$1" "$ctx" >/dev/null 2>&1
+  docker build -q --label io.ndsl.build=e2e -t "$1" "$ctx" >/dev/null 2>&1
   rm -rf "$ctx"
 }
 
