@@ -32,12 +32,17 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
-// pipelineLabel is on every pod of a Pipeline step (pipeline.LabelPipeline),
-// which carries the manager's managed-by label too.
-const pipelineLabel = "pipeline"
+// pipelineLabel was on every pod of a Pipeline step (pipeline.LabelPipeline)
+// until issue 35; stepLabel (pipeline.LabelStepChild) is since. Step pods
+// carry the manager's managed-by label too.
+const (
+	pipelineLabel = "pipeline"
+	stepLabel     = pipelinev1beta1.GroupName + "/step"
+)
 
 // PodSelector selects the pods the controller caches: those of the manager's
 // own Deployments (their template carries the managed-by label) that are no
@@ -48,7 +53,8 @@ const pipelineLabel = "pipeline"
 func PodSelector() labels.Selector {
 	managed, _ := labels.NewRequirement(controller.ManagedByLabel, selection.Equals, []string{controller.ManagedByValue})
 	notPipeline, _ := labels.NewRequirement(pipelineLabel, selection.DoesNotExist, nil)
-	return labels.NewSelector().Add(*managed, *notPipeline)
+	notStep, _ := labels.NewRequirement(stepLabel, selection.DoesNotExist, nil)
+	return labels.NewSelector().Add(*managed, *notPipeline, *notStep)
 }
 
 // Bounds on what a pod contributes to the Ready condition's message.

@@ -233,6 +233,12 @@ func TestAppOfPod(t *testing.T) {
 	if PodSelector().Matches(labels.Set(step.Labels)) {
 		t.Errorf("PodSelector selects a Pipeline step's pod")
 	}
+	// Since issue 35 a step's pods carry no pipeline label, only the step's.
+	labelledStep := appPod(4, corev1.PodStatus{})
+	labelledStep.Labels["distri-infer.ndsl.cn/step"] = "p-a-abcdefghijklm"
+	if PodSelector().Matches(labels.Set(labelledStep.Labels)) {
+		t.Errorf("PodSelector selects a Pipeline step's pod labelled with its step only: %v", labelledStep.Labels)
+	}
 	if got := podsOf(app, []*corev1.Pod{mine, other, bare}); len(got) != 1 || got[0] != mine {
 		t.Errorf("podsOf = %v, want only %s", got, mine.Name)
 	}

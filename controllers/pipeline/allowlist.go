@@ -174,8 +174,19 @@ func validateImagePrefix(prefix string) error {
 // A prefix ending in "/" matches as it is; any other ends at a path
 // segment, a tag or a digest, so docker.io/library/nginx does not allow
 // docker.io/library/nginx-evil, and a registry alone does not allow the
-// same host on another port.
+// same host on another port. An image ID or a bare digest is refused even
+// without a list: it names no repository, and containerd runs whatever image
+// the node has cached under it, pulled with another team's credentials, say.
 func imageRefusal(allowed []string, image string) error {
+	if ref, err := reference.ParseAnyReference(image); err == nil {
+		if _, named := ref.(reference.Named); !named {
+			err := fmt.Errorf("image %q names no repository: an image ID or a bare digest runs whatever the node has cached under it; name the repository, as in registry.example.com/team/model@sha256:<digest>", image)
+			if len(allowed) > 0 {
+				err = fmt.Errorf("%w; allowed prefixes (--pipeline-allowed-images): %s", err, strings.Join(allowed, ", "))
+			}
+			return err
+		}
+	}
 	if len(allowed) == 0 {
 		return nil
 	}

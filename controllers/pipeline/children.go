@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/distribution/reference"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -54,6 +55,16 @@ const (
 	LabelStepChild = pipelinev1beta1.GroupName + "/step"
 
 	labelName = "app.kubernetes.io/name"
+)
+
+// Annotations on a step's pods: the strings the Pipeline's author chose.
+// They are not labels, so no Service or NetworkPolicy of another team
+// selects the pods by them.
+const (
+	// AnnotationPipeline is the name of the Pipeline the pod serves.
+	AnnotationPipeline = pipelinev1beta1.GroupName + "/pipeline"
+	// AnnotationModel is the model the pod serves.
+	AnnotationModel = pipelinev1beta1.GroupName + "/model"
 )
 
 // The fixed parts of the children.
@@ -140,8 +151,10 @@ func desiredPersistentVolume(p *pipelinev1beta1.Pipeline, namespace string) *cor
 			WithClaimRef(corev1ac.ObjectReference().WithNamespace(namespace).WithName(name)).
 			WithCSI(corev1ac.CSIPersistentVolumeSource().
 				WithDriver(CSIDriver).
-				// The driver's handle format, {server}#{share}#{subDir}: unique per Pipeline.
-				WithVolumeHandle(strings.Join([]string{ms.NFSServer(), ms.NFSShare(), p.Name}, "#")).
+				// csi-driver-nfs's ID format, {server}#{share}#{subDir}#{uuid}:
+				// the volume's name as the uuid makes it unique per volume, so
+				// the old and the new volume of a storage change differ.
+				WithVolumeHandle(strings.Join([]string{ms.NFSServer(), ms.NFSShare(), p.Name, name}, "#")).
 				WithVolumeAttributes(map[string]string{
 					"server": ms.NFSServer(),
 					"share":  ms.NFSShare(),
@@ -172,7 +185,6 @@ func desiredPersistentVolumeClaim(p *pipelinev1beta1.Pipeline, namespace string)
 func desiredDeployment(p *pipelinev1beta1.Pipeline, namespace string, i int, level PodSecurityLevel) *appsv1ac.DeploymentApplyConfiguration {
 	step := p.Spec.Steps[i]
 	name := StepName(p.Name, step.Model)
-	labels := stepLabels(p, i)
 	port := listenPort(p)
 
 	env := []*corev1ac.EnvVarApplyConfiguration{
@@ -194,7 +206,7 @@ func desiredDeployment(p *pipelinev1beta1.Pipeline, namespace string, i int, lev
 			WithPersistentVolumeClaim(corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(storageName(p, namespace)))).
 		WithContainers(corev1ac.Container().
 			WithName(containerName).
-			WithImage(step.Image).
+			WithImage(stepImage(step.Image)).
 			WithArgs(containerArgs(step.Args)...).
 			WithEnv(env...).
 			WithPorts(corev1ac.ContainerPort().WithName(portName).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP)).
@@ -206,14 +218,15 @@ func desiredDeployment(p *pipelinev1beta1.Pipeline, namespace string, i int, lev
 	spec := appsv1ac.DeploymentSpec().
 		WithSelector(metav1ac.LabelSelector().WithMatchLabels(stepSelector(name))).
 		WithTemplate(corev1ac.PodTemplateSpec().
-			WithLabels(labels).
+			WithLabels(podLabels(p, i)).
+			WithAnnotations(map[string]string{AnnotationPipeline: p.Name, AnnotationModel: step.Model}).
 			WithSpec(pod))
 	// Unset replicas are not ours: an HPA or kubectl scale owns them.
 	if step.Replicas != nil {
 		spec.WithReplicas(*step.Replicas)
 	}
 	return appsv1ac.Deployment(name, namespace).
-		WithLabels(labels).
+		WithLabels(stepLabels(p, i)).
 		WithOwnerReferences(controllerRef(p)).
 		WithSpec(spec)
 }
@@ -247,18 +260,26 @@ func controllerRef(p *pipelinev1beta1.Pipeline) *metav1ac.OwnerReferenceApplyCon
 		WithBlockOwnerDeletion(true)
 }
 
-// stepLabels are the labels of step i's Deployment, Service and pods. No
+// podLabels are the labels of step i's pods: only values the manager
+// derives, as Services and NetworkPolicies select pods by label. No
 // app.kubernetes.io/instance: that is Helm's release label and Argo CD's
 // tracking label, and applying it would fight them.
-func stepLabels(p *pipelinev1beta1.Pipeline, i int) map[string]string {
-	model := p.Spec.Steps[i].Model
+func podLabels(p *pipelinev1beta1.Pipeline, i int) map[string]string {
 	return map[string]string{
-		LabelPipeline:             pipelineLabelValue(p.Name),
 		LabelStep:                 strconv.Itoa(i + 1),
-		LabelStepChild:            StepName(p.Name, model),
-		labelName:                 model,
+		LabelStepChild:            StepName(p.Name, p.Spec.Steps[i].Model),
 		controller.ManagedByLabel: controller.ManagedByValue,
 	}
+}
+
+// stepLabels are the labels of step i's Deployment and Service: the pods'
+// and the Pipeline's name, which the controller lists its children by. The
+// name is safe there: nothing selects Deployments or Services to grant
+// anything, and Pipelines are cluster-scoped, so no other Pipeline has it.
+func stepLabels(p *pipelinev1beta1.Pipeline, i int) map[string]string {
+	labels := podLabels(p, i)
+	labels[LabelPipeline] = pipelineLabelValue(p.Name)
+	return labels
 }
 
 // stepSelector selects the pods of the step whose children are called
@@ -330,6 +351,18 @@ func containerArgs(args map[string]string) []string {
 	return out
 }
 
+// stepImage is the image as the allowlist checked it and the kubelet
+// resolves it ("nginx" is docker.io/library/nginx): what was checked is what
+// runs. One that does not parse is left as written, for the kubelet to
+// refuse; with an allowlist it is refused before.
+func stepImage(image string) string {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return image
+	}
+	return named.String()
+}
+
 func listenPort(p *pipelinev1beta1.Pipeline) int32 {
 	if p.Spec.ListenPort > 0 {
 		return p.Spec.ListenPort
@@ -385,8 +418,15 @@ func storageName(p *pipelinev1beta1.Pipeline, namespace string) string {
 	}, "\x00"))
 }
 
-// hashLen is the length of the hex hash suffix of generated names.
-const hashLen = 8
+// nameHashLen is the length of the hex hash suffix of generated names: 64
+// bits, so that nobody can search for a collision with another Pipeline's.
+const nameHashLen = 16
+
+// labelHashLen is the length of the hex hash suffix of a long Pipeline
+// name's label value. The label only filters children the Pipeline already
+// controls (unwanted.go), so a collision gains nothing; changing it would
+// leave children labelled before unrecognised.
+const labelHashLen = 8
 
 // dnsLabel turns base into a DNS-1035 label (what a Service name must be):
 // dots become dashes, a leading digit gets a "p" in front, and a name too
@@ -401,11 +441,11 @@ func dnsLabel(base, salt string) string {
 	if name == base && salt == "" && len(validation.IsDNS1035Label(name)) == 0 {
 		return name
 	}
-	maxPrefix := validation.DNS1035LabelMaxLength - hashLen - 1
+	maxPrefix := validation.DNS1035LabelMaxLength - nameHashLen - 1
 	if len(name) > maxPrefix {
 		name = strings.TrimRight(name[:maxPrefix], "-")
 	}
-	return name + "-" + shortHash(base+"\x00"+salt)
+	return name + "-" + hexHash(base+"\x00"+salt, nameHashLen)
 }
 
 // pipelineLabelValue is the Pipeline's name, cut and hashed when it is
@@ -414,13 +454,14 @@ func pipelineLabelValue(name string) string {
 	if len(name) <= validation.LabelValueMaxLength {
 		return name
 	}
-	prefix := strings.TrimRight(name[:validation.LabelValueMaxLength-hashLen-1], "-.")
-	return prefix + "-" + shortHash(name)
+	prefix := strings.TrimRight(name[:validation.LabelValueMaxLength-labelHashLen-1], "-.")
+	return prefix + "-" + hexHash(name, labelHashLen)
 }
 
-func shortHash(s string) string {
+// hexHash is the first n hex digits of the SHA-256 of s.
+func hexHash(s string, n int) string {
 	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])[:hashLen]
+	return hex.EncodeToString(sum[:])[:n]
 }
 
 // DesiredChildren returns the objects the controller creates for p in

@@ -53,7 +53,7 @@ func serverDefaultedDeployment(d *appsv1.Deployment) *appsv1.Deployment {
 	if pod.SecurityContext == nil {
 		pod.SecurityContext = &corev1.PodSecurityContext{}
 	}
-	live.Spec.Template.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": "now"}
+	live.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] = "now"
 	c := &pod.Containers[0]
 	c.ImagePullPolicy = corev1.PullAlways
 	c.TerminationMessagePath = corev1.TerminationMessagePathDefault

@@ -70,6 +70,10 @@ type observedStep struct {
 	// the next step's Service, which its DST would name, is not the
 	// Pipeline's, and what is in the way.
 	dstBlocker string
+	// storageBlocker, when not empty, says why the Deployment was not
+	// written: the claim it would mount, or the volume that claim binds
+	// to, is not the Pipeline's (mountBlocker).
+	storageBlocker string
 }
 
 // dstBlocker describes why next's Service is not the Pipeline's: the
@@ -173,6 +177,8 @@ func stepsCondition(obs observed) metav1.Condition {
 		deployment := fmt.Sprintf("Deployment %s/%s", obs.namespace, s.deploymentName)
 		var problem string
 		switch d := s.deployment; {
+		case s.storageBlocker != "":
+			problem = fmt.Sprintf("%s is not written while the storage it would mount is not this Pipeline's: %s", deployment, s.storageBlocker)
 		case s.dstBlocker != "":
 			problem = fmt.Sprintf("%s is not written while its DST would name a Service that is not this Pipeline's: %s", deployment, s.dstBlocker)
 		case d == nil:

@@ -19,6 +19,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,35 @@ func staleClaimRef(pv *corev1.PersistentVolume, claim *corev1.PersistentVolumeCl
 	ref := pv.Spec.ClaimRef
 	return ref != nil && ref.UID != "" && ref.UID != claim.UID &&
 		ref.Namespace == claim.Namespace && ref.Name == claim.Name
+}
+
+// mountBlocker says why the steps must not mount the claim called name in
+// namespace, empty when they may: the claim and the volume it binds to
+// must both be the Pipeline's, the claim naming the volume and the volume
+// reserved for the claim. Otherwise the pods would mount storage that
+// someone else controls: a claim made before the Pipeline, bound to any
+// volume, or a volume holding another team's data.
+func mountBlocker(p *pipelinev1beta1.Pipeline, namespace, name string, obs observed) string {
+	volume, claim := "PersistentVolume "+name, fmt.Sprintf("PersistentVolumeClaim %s/%s", namespace, name)
+	var notOwned *controller.NotOwnedError
+	switch pv, pvc := obs.volume, obs.claim; {
+	case errors.As(obs.volumeErr, &notOwned), errors.As(obs.claimErr, &notOwned):
+		return notOwned.Error()
+	case pv == nil:
+		return absent(volume, obs.volumeErr)
+	case !metav1.IsControlledBy(pv, p):
+		return volume + " is not controlled by this Pipeline"
+	case pvc == nil:
+		return absent(claim, obs.claimErr)
+	case !metav1.IsControlledBy(pvc, p):
+		return claim + " is not controlled by this Pipeline"
+	case pvc.Spec.VolumeName != pv.Name:
+		return fmt.Sprintf("%s names PersistentVolume %q, not %s", claim, pvc.Spec.VolumeName, pv.Name)
+	}
+	if ref := obs.volume.Spec.ClaimRef; ref == nil || ref.Namespace != namespace || ref.Name != name || (ref.UID != "" && ref.UID != obs.claim.UID) {
+		return fmt.Sprintf("%s is not reserved for %s (uid %s)", volume, claim, obs.claim.UID)
+	}
+	return ""
 }
 
 // releaseStaleClaimRef clears the UID and resourceVersion of the volume's

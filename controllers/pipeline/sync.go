@@ -92,7 +92,9 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 
 	namespaceReady, err := c.ensureNamespace(ctx, p, namespace)
 	record(err)
-	if namespaceReady {
+	// The claim binds by name to the volume: it is written only once that
+	// volume is the Pipeline's.
+	if namespaceReady && obs.volume != nil {
 		obs.claim, obs.claimErr = syncChild(ctx, c, p, &obs, c.claims, want.claim)
 		record(obs.claimErr)
 	}
@@ -104,6 +106,7 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 			obs.volume = volume
 		}
 	}
+	storageBlocker := mountBlocker(p, namespace, *want.claim.GetName(), obs)
 	obs.steps = make([]observedStep, len(p.Spec.Steps))
 	for i, step := range p.Spec.Steps {
 		obs.steps[i] = observedStep{
@@ -126,6 +129,11 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 			if next.service == nil {
 				// The Service's own error is recorded and retried.
 				s.dstBlocker = dstBlocker(namespace, next)
+			}
+			// Pods mount only a claim and volume the Pipeline controls; a
+			// Deployment written before stays as it is.
+			s.storageBlocker = storageBlocker
+			if s.dstBlocker != "" || s.storageBlocker != "" {
 				s.deployment = c.ownDeployment(p, namespace, s.deploymentName)
 				continue
 			}
@@ -138,7 +146,9 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	// step, the old namespace's children, children named by an older
 	// version) goes only once everything wanted is in place, so a failed
 	// move does not take the Pipeline down.
-	if len(obs.conflicts) == 0 && len(obs.failures) == 0 && len(obs.transient) == 0 {
+	// Nor while the steps cannot move to the wanted storage: the old claim
+	// is what they mount.
+	if len(obs.conflicts) == 0 && len(obs.failures) == 0 && len(obs.transient) == 0 && storageBlocker == "" {
 		record(c.deleteUnwanted(ctx, p, obs, want))
 	}
 
