@@ -73,6 +73,10 @@ func TestValidatorAllowlists(t *testing.T) {
 		{name: "update to another forbidden export", old: export("10.0.0.66", "/x"), mutate: export("10.0.0.66", "/y"),
 			wantDenied: []string{nfsAllowed}},
 		{name: "update to a forbidden image", old: none, mutate: image(0, "evil"), wantDenied: []string{imageAllowed}},
+		// Issue 35: "sha256:<id>" read as docker.io/library/sha256:<id>
+		// passed a Docker Hub allowlist and ran a cached image.
+		{name: "image ID", mutate: image(0, "sha256:"+strings.Repeat("ab", 32)),
+			wantDenied: []string{`spec.steps[0].image: Forbidden: image "sha256:abab`, "names no repository", imageAllowed}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

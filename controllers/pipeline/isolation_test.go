@@ -23,6 +23,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
 // Issue 35: what one team's Pipeline makes the manager write grants nothing
@@ -100,5 +103,50 @@ func TestImageWithoutRepositoryIsRefused(t *testing.T) {
 				t.Errorf("%q with allowlist %q: %v, want a refusal naming the missing repository", image, allowed, err)
 			}
 		}
+	}
+}
+
+// A step mounts the claim only when the claim and its volume are both the
+// Pipeline's and name each other.
+func TestMountBlocker(t *testing.T) {
+	p := samplePipeline()
+	name := storageName(p, "ns")
+	ours := func() observed {
+		pv := mustTyped[corev1.PersistentVolume](desiredPersistentVolume(p, "ns"))
+		pvc := mustTyped[corev1.PersistentVolumeClaim](desiredPersistentVolumeClaim(p, "ns"))
+		pvc.UID = "claim-uid"
+		return observed{namespace: "ns", volume: pv, claim: pvc}
+	}
+	foreign := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+	for _, tc := range []struct {
+		name   string
+		mutate func(o *observed)
+		want   string
+	}{
+		{"ours, pre-bound", func(*observed) {}, ""},
+		{"ours, bound", func(o *observed) { o.volume.Spec.ClaimRef.UID = "claim-uid" }, ""},
+		{"another's claim on the name", func(o *observed) {
+			o.claim, o.claimErr = nil, controller.NewNotOwnedError("PersistentVolumeClaim", foreign)
+		}, "PersistentVolumeClaim ns/" + name + " exists and is not ours"},
+		{"another's volume on the name", func(o *observed) {
+			o.volume, o.claim, o.volumeErr = nil, nil, controller.NewNotOwnedError("PersistentVolume", &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}, "PersistentVolume " + name + " exists and is not ours"},
+		{"no volume yet", func(o *observed) { o.volume, o.claim = nil, nil }, "PersistentVolume " + name + " does not exist"},
+		{"no claim yet", func(o *observed) { o.claim = nil }, "PersistentVolumeClaim ns/" + name + " does not exist"},
+		{"a claim not controlled by the Pipeline", func(o *observed) { o.claim.OwnerReferences = nil }, "is not controlled by this Pipeline"},
+		{"a volume not controlled by the Pipeline", func(o *observed) { o.volume.OwnerReferences = nil }, "is not controlled by this Pipeline"},
+		{"the claim names another volume", func(o *observed) { o.claim.Spec.VolumeName = "elsewhere" }, `names PersistentVolume "elsewhere"`},
+		{"the volume is bound to another claim", func(o *observed) { o.volume.Spec.ClaimRef.UID = "other-uid" }, "is not reserved for"},
+		{"the volume is reserved for another name", func(o *observed) { o.volume.Spec.ClaimRef.Name = "other" }, "is not reserved for"},
+		{"the volume is reserved for nobody", func(o *observed) { o.volume.Spec.ClaimRef = nil }, "is not reserved for"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := ours()
+			tc.mutate(&obs)
+			got := mountBlocker(p, "ns", name, obs)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("mountBlocker = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

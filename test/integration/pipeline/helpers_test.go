@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distribution/reference"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -254,7 +255,7 @@ func checkChildren(t *testing.T, kube kubernetes.Interface, p *pipelinev1beta1.P
 	ownedBy(t, pv, p)
 	ms := &p.Spec.ModelStorage
 	if c := pv.Spec.CSI; c == nil || c.Driver != "nfs.csi.k8s.io" || c.VolumeAttributes["server"] != ms.NFSServer() ||
-		c.VolumeAttributes["share"] != ms.NFSShare() || c.VolumeAttributes["subDir"] != p.Name || c.VolumeHandle == "" {
+		c.VolumeAttributes["share"] != ms.NFSShare() || c.VolumeAttributes["subDir"] != p.Name || !strings.HasSuffix(c.VolumeHandle, "#"+pv.Name) {
 		t.Errorf("PV csi = %+v", pv.Spec.CSI)
 	}
 	if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain ||
@@ -287,14 +288,27 @@ func checkChildren(t *testing.T, kube kubernetes.Interface, p *pipelinev1beta1.P
 			t.Fatal(err)
 		}
 		ownedBy(t, d, p)
+		// The pods carry only labels the manager derives (issue 35); the
+		// author's strings are annotations.
 		wantLabels := map[string]string{
-			"pipeline": p.Name, "step": strconv.Itoa(i + 1), "app.kubernetes.io/name": s.Model,
-			"distri-infer.ndsl.cn/step": st.DeploymentName, controller.ManagedByLabel: controller.ManagedByValue,
+			"step": strconv.Itoa(i + 1), "distri-infer.ndsl.cn/step": st.DeploymentName,
+			controller.ManagedByLabel: controller.ManagedByValue,
 		}
 		for k, v := range wantLabels {
 			if d.Labels[k] != v || d.Spec.Template.Labels[k] != v {
 				t.Errorf("Deployment %s label %s = %q (pods %q), want %q", d.Name, k, d.Labels[k], d.Spec.Template.Labels[k], v)
 			}
+		}
+		if d.Labels["pipeline"] != p.Name {
+			t.Errorf("Deployment %s label pipeline = %q, want %q", d.Name, d.Labels["pipeline"], p.Name)
+		}
+		for _, k := range []string{"pipeline", "app.kubernetes.io/name"} {
+			if v, ok := d.Spec.Template.Labels[k]; ok {
+				t.Errorf("the pods of Deployment %s carry the author's %s=%s", d.Name, k, v)
+			}
+		}
+		if a := d.Spec.Template.Annotations; a["distri-infer.ndsl.cn/pipeline"] != p.Name || a["distri-infer.ndsl.cn/model"] != s.Model {
+			t.Errorf("the pods of Deployment %s are annotated %v, want the pipeline %s and model %s", d.Name, a, p.Name, s.Model)
 		}
 		// Selected by the one label only this manager writes.
 		wantSelector := map[string]string{"distri-infer.ndsl.cn/step": st.DeploymentName}
@@ -320,7 +334,7 @@ func checkChildren(t *testing.T, kube kubernetes.Interface, p *pipelinev1beta1.P
 			t.Errorf("Deployment %s node affinity = %+v, want hostname In %v", d.Name, terms, nodes)
 		}
 		c := pod.Containers[0]
-		if c.Image != s.Image {
+		if want, err := reference.ParseNormalizedNamed(s.Image); err != nil || c.Image != want.String() {
 			t.Errorf("Deployment %s image = %q", d.Name, c.Image)
 		}
 		if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/data" ||

@@ -263,7 +263,7 @@ func TestChildrenDeletedOrEditedByHandAreRepaired(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return d.Spec.Template.Spec.Containers[0].Image == "nginx:latest" && *d.Spec.Replicas == 1 && d.Labels["team"] == "vision", nil
+		return d.Spec.Template.Spec.Containers[0].Image == "docker.io/library/nginx:latest" && *d.Spec.Replicas == 1 && d.Labels["team"] == "vision", nil
 	})
 }
 
