@@ -55,7 +55,7 @@ func (c *Controller) deleteUnwanted(ctx context.Context, p *pipelinev1beta1.Pipe
 	if len(volumes)+len(claims)+len(deployments)+len(services) == 0 {
 		return nil
 	}
-	if !mayReplace(obs.steps, deployments) {
+	if !mayReplace(obs.steps, deployments, len(volumes)+len(claims) > 0) {
 		klog.FromContext(ctx).V(2).Info("Keeping the children no longer wanted until the new steps are available",
 			"deployments", len(deployments), "services", len(services))
 		return nil
@@ -68,10 +68,13 @@ func (c *Controller) deleteUnwanted(ctx context.Context, p *pipelinev1beta1.Pipe
 	)
 }
 
-// mayReplace reports whether deleting the old Deployments cannot reduce
-// availability: every step's Deployment has all its replicas available, or
-// the old ones serve nothing anyway (no available replica).
-func mayReplace(steps []observedStep, old []*appsv1.Deployment) bool {
+// mayReplace reports whether deleting the old Deployments, and oldStorage
+// (whether there is an old volume and claim), cannot reduce availability:
+// every step's Deployment has all its replicas available, or the old ones
+// serve nothing anyway (no available replica). Old storage waits for every
+// step: a step rolls onto a new claim in place, and its old pods mount the
+// old claim until the rollout is done.
+func mayReplace(steps []observedStep, old []*appsv1.Deployment, oldStorage bool) bool {
 	newAvailable := true
 	for _, s := range steps {
 		if s.deployment == nil || !deploymentAvailable(s.deployment) {
@@ -79,8 +82,8 @@ func mayReplace(steps []observedStep, old []*appsv1.Deployment) bool {
 			break
 		}
 	}
-	if newAvailable {
-		return true
+	if newAvailable || oldStorage {
+		return newAvailable
 	}
 	for _, d := range old {
 		if d.Status.AvailableReplicas > 0 {

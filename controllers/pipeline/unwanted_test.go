@@ -57,22 +57,28 @@ func TestMayReplace(t *testing.T) {
 	terminating := availableDeployment(1, 1)
 	terminating.DeletionTimestamp = &metav1.Time{}
 	cases := []struct {
-		name  string
-		steps []observedStep
-		old   []*appsv1.Deployment
-		want  bool
+		name       string
+		steps      []observedStep
+		old        []*appsv1.Deployment
+		oldStorage bool
+		want       bool
 	}{
-		{"every new step available", steps(availableDeployment(1, 1), availableDeployment(3, 3)), serving, true},
-		{"a new step scaled to zero counts as available", steps(availableDeployment(1, 1), availableDeployment(0, 0)), serving, true},
-		{"a new step not yet available, the old ones serving", steps(availableDeployment(1, 1), availableDeployment(3, 2)), serving, false},
-		{"a new step missing, the old ones serving", steps(availableDeployment(1, 1), nil), serving, false},
-		{"a new step's rollout not observed yet", steps(notObserved), serving, false},
-		{"a new step being deleted", steps(terminating), serving, false},
-		{"the old ones serve nothing", steps(availableDeployment(1, 0), nil), idle, true},
-		{"no old Deployment", steps(nil), nil, true},
+		{"every new step available", steps(availableDeployment(1, 1), availableDeployment(3, 3)), serving, false, true},
+		{"a new step scaled to zero counts as available", steps(availableDeployment(1, 1), availableDeployment(0, 0)), serving, false, true},
+		{"a new step not yet available, the old ones serving", steps(availableDeployment(1, 1), availableDeployment(3, 2)), serving, false, false},
+		{"a new step missing, the old ones serving", steps(availableDeployment(1, 1), nil), serving, false, false},
+		{"a new step's rollout not observed yet", steps(notObserved), serving, false, false},
+		{"a new step being deleted", steps(terminating), serving, false, false},
+		{"the old ones serve nothing", steps(availableDeployment(1, 0), nil), idle, false, true},
+		{"no old Deployment", steps(nil), nil, false, true},
+		// A storage change rolls the steps in place: their old pods mount
+		// the old claim until the rollout is done.
+		{"old storage, a step rolling onto the new claim", steps(availableDeployment(1, 1), notObserved), nil, true, false},
+		{"old storage, a step missing", steps(nil), nil, true, false},
+		{"old storage, every step available", steps(availableDeployment(1, 1), availableDeployment(2, 2)), nil, true, true},
 	}
 	for _, tc := range cases {
-		if got := mayReplace(tc.steps, tc.old); got != tc.want {
+		if got := mayReplace(tc.steps, tc.old, tc.oldStorage); got != tc.want {
 			t.Errorf("%s: mayReplace = %v, want %v", tc.name, got, tc.want)
 		}
 	}
