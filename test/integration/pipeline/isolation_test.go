@@ -126,7 +126,6 @@ func preIssue35Children(p *pipelinev1beta1.Pipeline, namespace string) []any {
 		d.Spec.Template.Annotations = nil
 		d.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = name
 		d.Spec.Template.Spec.Containers[0].Image = p.Spec.Steps[i].Image
-		d.Spec.Replicas = ptr.To[int32](1)
 		svc := services[i]
 		svc.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}
 		svc.Labels["app.kubernetes.io/name"] = p.Spec.Steps[i].Model
