@@ -118,7 +118,7 @@ func TestStatusWaitsForAChildWriteThatConflicted(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.27" {
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "docker.io/library/nginx:1.27" {
 			return false, fmt.Errorf("status observed generation %d with the Deployment's image still %s", got.Generation, img)
 		}
 		return true, nil
