@@ -25,10 +25,12 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	pipelinecontroller "github.com/ndsl/controller-manager/controllers/pipeline"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 	"github.com/ndsl/controller-manager/pkg/webhook"
 )
@@ -37,12 +39,38 @@ import (
 func TestWebhookRegistrationsBuild(t *testing.T) {
 	s := webhook.NewServer()
 	regs := webhookRegistrations()
-	if err := registerWebhooks(s, WebhookContext{Options: options.NewOptions()}, regs); err != nil {
+	wc := WebhookContext{Options: options.NewOptions(), KubeConfig: &rest.Config{Host: "https://127.0.0.1:1"}}
+	if err := registerWebhooks(s, wc, regs); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.Paths()) != len(regs) {
 		t.Errorf("%d paths served for %d registrations", len(s.Paths()), len(regs))
 	}
+}
+
+// The Pipeline validator checks the requester's rights, in the default
+// namespace of --pipeline-namespace when spec.namespace is empty.
+func TestPipelineValidatorChecksRights(t *testing.T) {
+	opts := options.NewOptions()
+	opts.Pipeline.DefaultNamespace = "models"
+	for _, r := range webhookRegistrations() {
+		if r.Path != webhook.PathValidatePipelines {
+			continue
+		}
+		h, err := r.Admission(WebhookContext{Options: opts, KubeConfig: &rest.Config{Host: "https://127.0.0.1:1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, ok := h.(pipelinecontroller.Validator)
+		if !ok || v.Access == nil || v.DefaultNamespace != "models" {
+			t.Errorf("pipeline validator %#v: want an access checker and DefaultNamespace models", h)
+		}
+		if _, err := r.Admission(WebhookContext{Options: opts}); err == nil {
+			t.Error("built without a client config")
+		}
+		return
+	}
+	t.Fatal("no pipeline validator registered")
 }
 
 func TestRegisterWebhooksRejectsBadEntries(t *testing.T) {
