@@ -72,7 +72,9 @@ func TestAccessReviewerRefusals(t *testing.T) {
 	}
 
 	// A review that fails refuses, says so, and stops the checks.
-	r, asked = reviewer(func(*authorizationv1.SubjectAccessReview) (bool, error) { return false, errors.New("connection refused") })
+	r, asked = reviewer(func(*authorizationv1.SubjectAccessReview) (bool, error) {
+		return false, errors.New("connection refused")
+	})
 	errs = r.Refusals(context.Background(), user, path, deploy, svc)
 	if len(errs) != 1 || errs[0].Type != field.ErrorTypeInternal ||
 		!strings.Contains(errs[0].Error(), `could not check whether user "alice" may create deployments.apps in namespace "team-b", so the request is refused: the SubjectAccessReview failed: connection refused`) {
