@@ -17,6 +17,8 @@ limitations under the License.
 package webhooks
 
 import (
+	"k8s.io/client-go/kubernetes"
+
 	pipelineconversion "github.com/ndsl/controller-manager/apis/pipeline/conversion"
 	pipelinecontroller "github.com/ndsl/controller-manager/controllers/pipeline"
 	"github.com/ndsl/controller-manager/pkg/webhook"
@@ -35,10 +37,23 @@ var (
 	allowlistImages = []string{"docker.io/library/nginx"}
 )
 
-// registerPipelineWebhooks adds the Pipeline webhooks.
-func registerPipelineWebhooks(s *webhook.Server) {
-	s.HandleAdmission(webhook.PathValidatePipelines, "pipeline-validation", pipelinecontroller.Validator{})
+// pipelineNamespace is the validator's DefaultNamespace, as
+// --pipeline-namespace gives it.
+const pipelineNamespace = "pipeline"
+
+// registerPipelineWebhooks adds the Pipeline webhooks. The validator checks
+// the requester's rights with SubjectAccessReviews, as the manager's does.
+func registerPipelineWebhooks(s *webhook.Server) error {
+	client, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		return err
+	}
+	s.HandleAdmission(webhook.PathValidatePipelines, "pipeline-validation", pipelinecontroller.Validator{
+		DefaultNamespace: pipelineNamespace,
+		Access:           &webhook.AccessReviewer{Client: client.AuthorizationV1().SubjectAccessReviews()},
+	})
 	s.HandleConversion(webhook.PathConvertPipelines, "pipeline-conversion", pipelineconversion.Converter{})
 	s.HandleAdmission(pathValidatePipelinesAllowlist, "pipeline-validation-allowlist",
 		pipelinecontroller.Validator{AllowedNFS: allowlistNFS, AllowedImages: allowlistImages})
+	return nil
 }

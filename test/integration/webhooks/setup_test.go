@@ -101,7 +101,9 @@ func serveWebhooks() (string, []byte, error) {
 	s.HandleAdmission(webhook.PathMutateApps, "app-defaulting", appcontroller.Defaulter{Options: appcontroller.DefaultAdmissionOptions()})
 	s.HandleAdmission(webhook.PathValidateApps, "app-validation", appcontroller.Validator{})
 	s.HandleConversion(webhook.PathConvertApps, "app-conversion", appconversion.Converter{})
-	registerPipelineWebhooks(s)
+	if err := registerPipelineWebhooks(s); err != nil {
+		return "", nil, err
+	}
 	// The server outlives this test: every test of the package uses it.
 	addr, err := s.Serve(context.Background(), "127.0.0.1:0", certs)
 	if err != nil {
@@ -226,11 +228,11 @@ func mutatingConfig(url string, caBundle []byte) *admissionregistrationv1.Mutati
 }
 
 func validatingConfig(url string, caBundle []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	hook := func(name, path, group, resource string) admissionregistrationv1.ValidatingWebhook {
+	hook := func(name, path, group, resource string, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.ValidatingWebhook {
 		return admissionregistrationv1.ValidatingWebhook{
 			Name:                    name,
 			ClientConfig:            clientConfig(url, path, caBundle),
-			Rules:                   rule(group, resource, admissionregistrationv1.Create, admissionregistrationv1.Update),
+			Rules:                   rule(group, resource, ops...),
 			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
@@ -241,8 +243,10 @@ func validatingConfig(url string, caBundle []byte) *admissionregistrationv1.Vali
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: validatingName},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
-			hook("validate.apps.ingress.example.com", webhook.PathValidateApps, "ingress.example.com", "apps"),
-			hook("validate.pipelines.distri-infer.ndsl.cn", webhook.PathValidatePipelines, "distri-infer.ndsl.cn", "pipelines"),
+			hook("validate.apps.ingress.example.com", webhook.PathValidateApps, "ingress.example.com", "apps",
+				admissionregistrationv1.Create, admissionregistrationv1.Update),
+			hook("validate.pipelines.distri-infer.ndsl.cn", webhook.PathValidatePipelines, "distri-infer.ndsl.cn", "pipelines",
+				admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete),
 		},
 	}
 }
