@@ -59,8 +59,12 @@ func webhookRegistrations() []WebhookRegistration {
 		},
 	}, {
 		Path: webhook.PathValidateApps, Name: "app-validation",
-		Admission: func(WebhookContext) (webhook.AdmissionHandler, error) {
-			return appcontroller.Validator{}, nil
+		Admission: func(wc WebhookContext) (webhook.AdmissionHandler, error) {
+			access, err := accessReviewer(wc)
+			if err != nil {
+				return nil, err
+			}
+			return appcontroller.Validator{Access: access}, nil
 		},
 	}, {
 		Path: webhook.PathConvertApps, Name: "app-conversion",

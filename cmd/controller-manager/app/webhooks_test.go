@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	pipelinecontroller "github.com/ndsl/controller-manager/controllers/pipeline"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 	"github.com/ndsl/controller-manager/pkg/webhook"
@@ -48,29 +49,41 @@ func TestWebhookRegistrationsBuild(t *testing.T) {
 	}
 }
 
-// The Pipeline validator checks the requester's rights, in the default
+// The validators check the requester's rights; the Pipeline's in the
 // namespace of --pipeline-namespace when spec.namespace is empty.
-func TestPipelineValidatorChecksRights(t *testing.T) {
+func TestValidatorsCheckRights(t *testing.T) {
 	opts := options.NewOptions()
 	opts.Pipeline.DefaultNamespace = "models"
+	wc := WebhookContext{Options: opts, KubeConfig: &rest.Config{Host: "https://127.0.0.1:1"}}
+	checked := 0
 	for _, r := range webhookRegistrations() {
-		if r.Path != webhook.PathValidatePipelines {
+		if r.Path != webhook.PathValidatePipelines && r.Path != webhook.PathValidateApps {
 			continue
 		}
-		h, err := r.Admission(WebhookContext{Options: opts, KubeConfig: &rest.Config{Host: "https://127.0.0.1:1"}})
+		checked++
+		h, err := r.Admission(wc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, ok := h.(pipelinecontroller.Validator)
-		if !ok || v.Access == nil || v.DefaultNamespace != "models" {
-			t.Errorf("pipeline validator %#v: want an access checker and DefaultNamespace models", h)
+		switch v := h.(type) {
+		case pipelinecontroller.Validator:
+			if v.Access == nil || v.DefaultNamespace != "models" {
+				t.Errorf("pipeline validator %#v: want an access checker and DefaultNamespace models", v)
+			}
+		case appcontroller.Validator:
+			if v.Access == nil {
+				t.Errorf("app validator %#v: want an access checker", v)
+			}
+		default:
+			t.Errorf("%s: a %T", r.Name, h)
 		}
 		if _, err := r.Admission(WebhookContext{Options: opts}); err == nil {
-			t.Error("built without a client config")
+			t.Errorf("%s built without a client config", r.Name)
 		}
-		return
 	}
-	t.Fatal("no pipeline validator registered")
+	if checked != 2 {
+		t.Errorf("%d validators found, want 2", checked)
+	}
 }
 
 func TestRegisterWebhooksRejectsBadEntries(t *testing.T) {

@@ -216,3 +216,51 @@ func TestPipelineRequesterRights(t *testing.T) {
 		t.Errorf("alice deletes her Pipeline: %v", err)
 	}
 }
+
+// A user who may write Apps in a namespace (the shipped app-editor role
+// alone) but not Deployments or Services there gets no App: the manager
+// would create them on the user's behalf (issue 35, item 2).
+func TestAppRequesterRights(t *testing.T) {
+	setup(t)
+	ctx := context.Background()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := kubectl(t, "apply", "-f", filepath.Join(root, "manifests", "rbac", "user-roles.yaml")); err != nil {
+		t.Fatalf("applying the shipped user roles: %v", err)
+	}
+	const ns, user = "rights-apps", "carol"
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user + "-app-editor"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "ndsl-controller-manager:app-editor"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := cp.Client.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	c, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "ingress.example.com/v1beta1", "kind": "App",
+		"metadata": map[string]any{"name": "web", "namespace": ns},
+		"spec":     map[string]any{"image": "nginx:1.27", "replicas": int64(1), "port": int64(80), "enable_service": true},
+	}}
+	// Until the RBAC authorizer has seen the binding, the create is
+	// refused by RBAC rather than by the webhook.
+	framework.Eventually(t, timeout, "carol's App to reach the webhook", func(ctx context.Context) (bool, error) {
+		_, err = c.Resource(appsV1beta1).Namespace(ns).Create(ctx, app, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil || !apierrors.IsForbidden(err), nil
+	})
+	refused(t, "carol creates an App with only app-editor", err,
+		`metadata.namespace: Forbidden: user "carol" may not create deployments.apps in namespace "rights-apps"`,
+		`spec.enable_service: Forbidden: user "carol" may not create services in namespace "rights-apps"`)
+}

@@ -17,8 +17,6 @@ limitations under the License.
 package webhooks
 
 import (
-	"k8s.io/client-go/kubernetes"
-
 	pipelineconversion "github.com/ndsl/controller-manager/apis/pipeline/conversion"
 	pipelinecontroller "github.com/ndsl/controller-manager/controllers/pipeline"
 	"github.com/ndsl/controller-manager/pkg/webhook"
@@ -42,18 +40,12 @@ var (
 const pipelineNamespace = "pipeline"
 
 // registerPipelineWebhooks adds the Pipeline webhooks. The validator checks
-// the requester's rights with SubjectAccessReviews, as the manager's does.
-func registerPipelineWebhooks(s *webhook.Server) error {
-	client, err := kubernetes.NewForConfig(cp.Config)
-	if err != nil {
-		return err
-	}
+// the requester's rights with access, as the manager's does.
+func registerPipelineWebhooks(s *webhook.Server, access *webhook.AccessReviewer) {
 	s.HandleAdmission(webhook.PathValidatePipelines, "pipeline-validation", pipelinecontroller.Validator{
-		DefaultNamespace: pipelineNamespace,
-		Access:           &webhook.AccessReviewer{Client: client.AuthorizationV1().SubjectAccessReviews()},
+		DefaultNamespace: pipelineNamespace, Access: access,
 	})
 	s.HandleConversion(webhook.PathConvertPipelines, "pipeline-conversion", pipelineconversion.Converter{})
 	s.HandleAdmission(pathValidatePipelinesAllowlist, "pipeline-validation-allowlist",
 		pipelinecontroller.Validator{AllowedNFS: allowlistNFS, AllowedImages: allowlistImages})
-	return nil
 }

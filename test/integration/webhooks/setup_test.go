@@ -40,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
@@ -97,13 +98,17 @@ func serveWebhooks() (string, []byte, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	s := webhook.NewServer()
-	s.HandleAdmission(webhook.PathMutateApps, "app-defaulting", appcontroller.Defaulter{Options: appcontroller.DefaultAdmissionOptions()})
-	s.HandleAdmission(webhook.PathValidateApps, "app-validation", appcontroller.Validator{})
-	s.HandleConversion(webhook.PathConvertApps, "app-conversion", appconversion.Converter{})
-	if err := registerPipelineWebhooks(s); err != nil {
+	client, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
 		return "", nil, err
 	}
+	// The validators check the requester's rights, as the manager's do.
+	access := &webhook.AccessReviewer{Client: client.AuthorizationV1().SubjectAccessReviews()}
+	s := webhook.NewServer()
+	s.HandleAdmission(webhook.PathMutateApps, "app-defaulting", appcontroller.Defaulter{Options: appcontroller.DefaultAdmissionOptions()})
+	s.HandleAdmission(webhook.PathValidateApps, "app-validation", appcontroller.Validator{Access: access})
+	s.HandleConversion(webhook.PathConvertApps, "app-conversion", appconversion.Converter{})
+	registerPipelineWebhooks(s, access)
 	// The server outlives this test: every test of the package uses it.
 	addr, err := s.Serve(context.Background(), "127.0.0.1:0", certs)
 	if err != nil {
