@@ -77,7 +77,7 @@ func (r *AccessReviewer) Refusals(ctx context.Context, user authenticationv1.Use
 		if got.Status.Allowed {
 			continue
 		}
-		msg := fmt.Sprintf("user %q may not %s %s in namespace %q, which this object makes the manager do on their behalf",
+		msg := fmt.Sprintf("user %q may not %s %s in namespace %q, and the manager does not do it for them",
 			user.Username, a.Verb, a.resource(), a.Namespace)
 		if got.Status.Reason != "" {
 			msg += ": " + got.Status.Reason

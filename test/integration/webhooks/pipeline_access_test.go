@@ -189,6 +189,10 @@ func TestPipelineRequesterRights(t *testing.T) {
 	_ = unstructured.SetNestedField(move.Object, nsA, "spec", "namespace")
 	_, err = alice.Update(ctx, move, metav1.UpdateOptions{})
 	refused(t, "alice moves bob's Pipeline into her namespace", err, `user "alice" may not create deployments.apps in namespace "rights-team-b"`)
+	if move, err = bob.Get(ctx, "bob-own", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(move.Object, nsA, "spec", "namespace")
 	_, err = bob.Update(ctx, move, metav1.UpdateOptions{})
 	refused(t, "bob moves his Pipeline into alice's namespace", err, `user "bob" may not create deployments.apps in namespace "rights-team-a"`)
 
