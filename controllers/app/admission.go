@@ -58,7 +58,11 @@ type Defaulter struct {
 }
 
 // Validator is the App validating webhook.
-type Validator struct{}
+type Validator struct {
+	// Access checks that the requester may create the App's children
+	// themselves (access.go); nil checks nothing.
+	Access *webhook.AccessReviewer
+}
 
 // invertEnableIngress applies the design notes' inversion of enable_ingress
 // to an App written through v1beta1. The decision is made once, at
@@ -228,9 +232,10 @@ func escapeJSONPointer(s string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }
 
-// Admit rejects an App that breaks a rule, with every reason, and warns
-// about an image that may change under it.
-func (Validator) Admit(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+// Admit rejects an App that breaks a rule, or whose children the requester
+// may not create themselves, with every reason, and warns about an image
+// that may change under it.
+func (v Validator) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return webhook.Allowed()
 	}
@@ -245,6 +250,7 @@ func (Validator) Admit(_ context.Context, req *admissionv1.AdmissionRequest) *ad
 		}
 	}
 	errs, warnings := validateApp(app, old)
+	errs = append(errs, v.accessErrors(ctx, req.UserInfo, req.Namespace, app, old)...)
 	if requestVersion(req) == appv1beta1.SchemeGroupVersion.Version {
 		// Through v1 the conversion wrote them; through v1beta1 a user did.
 		var oldAnnotations map[string]string

@@ -42,6 +42,12 @@ type Validator struct {
 	// AllowedNFS and AllowedImages are the controller's Options of the same
 	// names, validated.
 	AllowedNFS, AllowedImages []string
+	// DefaultNamespace is the controller's Option of that name: where a
+	// Pipeline without spec.namespace gets its children.
+	DefaultNamespace string
+	// Access checks that the requester may write the Pipeline's children
+	// themselves (access.go); nil checks nothing.
+	Access *webhook.AccessReviewer
 }
 
 // validatePipeline returns what is wrong with p's model storage, and the
@@ -143,9 +149,14 @@ func decodePipeline(raw []byte) (*pipelinev1beta1.Pipeline, error) {
 }
 
 // Admit rejects a Pipeline whose storage cannot work, whose NFS export or
-// images the allowlists forbid, or a v1beta1 write of the conversion's
-// annotations, with every reason, and warns about what it ignores.
-func (v Validator) Admit(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+// images the allowlists forbid, whose children the requester may not write
+// themselves, or a v1beta1 write of the conversion's annotations, with
+// every reason, and warns about what it ignores. A delete needs the right
+// to delete the steps' Deployments.
+func (v Validator) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	if req.Operation == admissionv1.Delete {
+		return v.admitDelete(ctx, req)
+	}
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return webhook.Allowed()
 	}
@@ -161,6 +172,7 @@ func (v Validator) Admit(_ context.Context, req *admissionv1.AdmissionRequest) *
 	}
 	errs, warnings := validatePipeline(p)
 	errs = append(errs, v.allowlistErrors(p, old)...)
+	errs = append(errs, v.accessErrors(ctx, req.UserInfo, p, old)...)
 	if webhook.RequestVersion(req) == pipelinev1beta1.SchemeGroupVersion.Version {
 		// Through v1 the conversion wrote them; through v1beta1 a user did.
 		var oldAnnotations map[string]string

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	appconversion "github.com/ndsl/controller-manager/apis/app/conversion"
@@ -58,8 +59,12 @@ func webhookRegistrations() []WebhookRegistration {
 		},
 	}, {
 		Path: webhook.PathValidateApps, Name: "app-validation",
-		Admission: func(WebhookContext) (webhook.AdmissionHandler, error) {
-			return appcontroller.Validator{}, nil
+		Admission: func(wc WebhookContext) (webhook.AdmissionHandler, error) {
+			access, err := accessReviewer(wc)
+			if err != nil {
+				return nil, err
+			}
+			return appcontroller.Validator{Access: access}, nil
 		},
 	}, {
 		Path: webhook.PathConvertApps, Name: "app-conversion",
@@ -70,7 +75,12 @@ func webhookRegistrations() []WebhookRegistration {
 		Path: webhook.PathValidatePipelines, Name: "pipeline-validation",
 		Admission: func(wc WebhookContext) (webhook.AdmissionHandler, error) {
 			o := wc.Options.Pipeline
-			return pipelinecontroller.Validator{AllowedNFS: o.AllowedNFS, AllowedImages: o.AllowedImages}, nil
+			access, err := accessReviewer(wc)
+			if err != nil {
+				return nil, err
+			}
+			return pipelinecontroller.Validator{AllowedNFS: o.AllowedNFS, AllowedImages: o.AllowedImages,
+				DefaultNamespace: o.DefaultNamespace, Access: access}, nil
 		},
 	}, {
 		Path: webhook.PathConvertPipelines, Name: "pipeline-conversion",
@@ -78,6 +88,23 @@ func webhookRegistrations() []WebhookRegistration {
 			return pipelineconversion.Converter{}, nil
 		},
 	}}
+}
+
+// accessReviewer asks the API server whether a requester may write what
+// their object makes the manager write. No client-side rate limit: each
+// review stands for a request the API server is admitting, which its own
+// priority and fairness already bounds.
+func accessReviewer(wc WebhookContext) (*webhook.AccessReviewer, error) {
+	if wc.KubeConfig == nil {
+		return nil, errors.New("the access checks need the manager's client config")
+	}
+	cfg := rest.CopyConfig(wc.KubeConfig)
+	cfg.QPS, cfg.RateLimiter = -1, nil
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the SubjectAccessReview client: %w", err)
+	}
+	return &webhook.AccessReviewer{Client: client.AuthorizationV1().SubjectAccessReviews()}, nil
 }
 
 // registerWebhooks builds every registration's handler and adds it to s.

@@ -25,10 +25,13 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	appcontroller "github.com/ndsl/controller-manager/controllers/app"
+	pipelinecontroller "github.com/ndsl/controller-manager/controllers/pipeline"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 	"github.com/ndsl/controller-manager/pkg/webhook"
 )
@@ -37,11 +40,49 @@ import (
 func TestWebhookRegistrationsBuild(t *testing.T) {
 	s := webhook.NewServer()
 	regs := webhookRegistrations()
-	if err := registerWebhooks(s, WebhookContext{Options: options.NewOptions()}, regs); err != nil {
+	wc := WebhookContext{Options: options.NewOptions(), KubeConfig: &rest.Config{Host: "https://127.0.0.1:1"}}
+	if err := registerWebhooks(s, wc, regs); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.Paths()) != len(regs) {
 		t.Errorf("%d paths served for %d registrations", len(s.Paths()), len(regs))
+	}
+}
+
+// The validators check the requester's rights; the Pipeline's in the
+// namespace of --pipeline-namespace when spec.namespace is empty.
+func TestValidatorsCheckRights(t *testing.T) {
+	opts := options.NewOptions()
+	opts.Pipeline.DefaultNamespace = "models"
+	wc := WebhookContext{Options: opts, KubeConfig: &rest.Config{Host: "https://127.0.0.1:1"}}
+	checked := 0
+	for _, r := range webhookRegistrations() {
+		if r.Path != webhook.PathValidatePipelines && r.Path != webhook.PathValidateApps {
+			continue
+		}
+		checked++
+		h, err := r.Admission(wc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch v := h.(type) {
+		case pipelinecontroller.Validator:
+			if v.Access == nil || v.DefaultNamespace != "models" {
+				t.Errorf("pipeline validator %#v: want an access checker and DefaultNamespace models", v)
+			}
+		case appcontroller.Validator:
+			if v.Access == nil {
+				t.Errorf("app validator %#v: want an access checker", v)
+			}
+		default:
+			t.Errorf("%s: a %T", r.Name, h)
+		}
+		if _, err := r.Admission(WebhookContext{Options: opts}); err == nil {
+			t.Errorf("%s built without a client config", r.Name)
+		}
+	}
+	if checked != 2 {
+		t.Errorf("%d validators found, want 2", checked)
 	}
 }
 

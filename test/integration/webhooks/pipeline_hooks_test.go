@@ -35,9 +35,16 @@ var (
 	allowlistImages = []string{"docker.io/library/nginx"}
 )
 
-// registerPipelineWebhooks adds the Pipeline webhooks.
-func registerPipelineWebhooks(s *webhook.Server) {
-	s.HandleAdmission(webhook.PathValidatePipelines, "pipeline-validation", pipelinecontroller.Validator{})
+// pipelineNamespace is the validator's DefaultNamespace, as
+// --pipeline-namespace gives it.
+const pipelineNamespace = "pipeline"
+
+// registerPipelineWebhooks adds the Pipeline webhooks. The validator checks
+// the requester's rights with access, as the manager's does.
+func registerPipelineWebhooks(s *webhook.Server, access *webhook.AccessReviewer) {
+	s.HandleAdmission(webhook.PathValidatePipelines, "pipeline-validation", pipelinecontroller.Validator{
+		DefaultNamespace: pipelineNamespace, Access: access,
+	})
 	s.HandleConversion(webhook.PathConvertPipelines, "pipeline-conversion", pipelineconversion.Converter{})
 	s.HandleAdmission(pathValidatePipelinesAllowlist, "pipeline-validation-allowlist",
 		pipelinecontroller.Validator{AllowedNFS: allowlistNFS, AllowedImages: allowlistImages})

@@ -40,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
@@ -97,11 +98,17 @@ func serveWebhooks() (string, []byte, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	client, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		return "", nil, err
+	}
+	// The validators check the requester's rights, as the manager's do.
+	access := &webhook.AccessReviewer{Client: client.AuthorizationV1().SubjectAccessReviews()}
 	s := webhook.NewServer()
 	s.HandleAdmission(webhook.PathMutateApps, "app-defaulting", appcontroller.Defaulter{Options: appcontroller.DefaultAdmissionOptions()})
-	s.HandleAdmission(webhook.PathValidateApps, "app-validation", appcontroller.Validator{})
+	s.HandleAdmission(webhook.PathValidateApps, "app-validation", appcontroller.Validator{Access: access})
 	s.HandleConversion(webhook.PathConvertApps, "app-conversion", appconversion.Converter{})
-	registerPipelineWebhooks(s)
+	registerPipelineWebhooks(s, access)
 	// The server outlives this test: every test of the package uses it.
 	addr, err := s.Serve(context.Background(), "127.0.0.1:0", certs)
 	if err != nil {
@@ -226,11 +233,11 @@ func mutatingConfig(url string, caBundle []byte) *admissionregistrationv1.Mutati
 }
 
 func validatingConfig(url string, caBundle []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	hook := func(name, path, group, resource string) admissionregistrationv1.ValidatingWebhook {
+	hook := func(name, path, group, resource string, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.ValidatingWebhook {
 		return admissionregistrationv1.ValidatingWebhook{
 			Name:                    name,
 			ClientConfig:            clientConfig(url, path, caBundle),
-			Rules:                   rule(group, resource, admissionregistrationv1.Create, admissionregistrationv1.Update),
+			Rules:                   rule(group, resource, ops...),
 			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
@@ -241,8 +248,10 @@ func validatingConfig(url string, caBundle []byte) *admissionregistrationv1.Vali
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: validatingName},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
-			hook("validate.apps.ingress.example.com", webhook.PathValidateApps, "ingress.example.com", "apps"),
-			hook("validate.pipelines.distri-infer.ndsl.cn", webhook.PathValidatePipelines, "distri-infer.ndsl.cn", "pipelines"),
+			hook("validate.apps.ingress.example.com", webhook.PathValidateApps, "ingress.example.com", "apps",
+				admissionregistrationv1.Create, admissionregistrationv1.Update),
+			hook("validate.pipelines.distri-infer.ndsl.cn", webhook.PathValidatePipelines, "distri-infer.ndsl.cn", "pipelines",
+				admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete),
 		},
 	}
 }
