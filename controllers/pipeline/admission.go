@@ -42,6 +42,13 @@ type Validator struct {
 	// AllowedNFS and AllowedImages are the controller's Options of the same
 	// names, validated.
 	AllowedNFS, AllowedImages []string
+
+	// DefaultNamespace, AllowedNamespaces, ManagerNamespace and MaxReplicas
+	// are the controller's Options of the same names.
+	DefaultNamespace  string
+	AllowedNamespaces []string
+	ManagerNamespace  string
+	MaxReplicas       int32
 }
 
 // validatePipeline returns what is wrong with p's model storage, and the
@@ -116,6 +123,30 @@ func (v Validator) allowlistErrors(p, old *pipelinev1beta1.Pipeline) field.Error
 			continue
 		}
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "steps").Index(i).Child("image"), err.Error()))
+	}
+	return append(errs, v.boundErrors(p, old)...)
+}
+
+// boundErrors refuses a target namespace the controller may not write to
+// and a step with more replicas than the bound. An update that keeps the
+// stored namespace, or a step's stored replicas, is not refused for it, as
+// in allowlistErrors.
+func (v Validator) boundErrors(p, old *pipelinev1beta1.Pipeline) field.ErrorList {
+	var errs field.ErrorList
+	o := Options{DefaultNamespace: v.DefaultNamespace, AllowedNamespaces: v.AllowedNamespaces, ManagerNamespace: v.ManagerNamespace}
+	namespace := targetNamespace(p, v.DefaultNamespace)
+	keptNamespace := old != nil && targetNamespace(old, v.DefaultNamespace) == namespace
+	if err := o.namespaceRefusal(namespace); err != nil && !keptNamespace {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "namespace"), err.Error()))
+	}
+	for i, step := range p.Spec.Steps {
+		err := replicasRefusal(v.MaxReplicas, step)
+		if err == nil || (old != nil && slices.ContainsFunc(old.Spec.Steps, func(s pipelinev1beta1.PipelineStep) bool {
+			return s.Model == step.Model && s.Replicas != nil && *s.Replicas >= *step.Replicas
+		})) {
+			continue
+		}
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "steps").Index(i).Child("replicas"), err.Error()))
 	}
 	return errs
 }

@@ -70,7 +70,9 @@ func webhookRegistrations() []WebhookRegistration {
 		Path: webhook.PathValidatePipelines, Name: "pipeline-validation",
 		Admission: func(wc WebhookContext) (webhook.AdmissionHandler, error) {
 			o := wc.Options.Pipeline
-			return pipelinecontroller.Validator{AllowedNFS: o.AllowedNFS, AllowedImages: o.AllowedImages}, nil
+			return pipelinecontroller.Validator{AllowedNFS: o.AllowedNFS, AllowedImages: o.AllowedImages,
+				DefaultNamespace: o.DefaultNamespace, AllowedNamespaces: o.AllowedNamespaces,
+				ManagerNamespace: leaseNamespace(wc.Options.Webhook.Namespace), MaxReplicas: o.MaxReplicas}, nil
 		},
 	}, {
 		Path: webhook.PathConvertPipelines, Name: "pipeline-conversion",
