@@ -102,8 +102,11 @@ func (o *Options) namespaceRefusal(namespace string) error {
 	if o.namespaceAllowed(namespace) {
 		return nil
 	}
-	return fmt.Errorf("namespace %s is not allowed for Pipelines (--pipeline-allowed-namespaces; \"*\" leaves out %s and the manager's own namespace)",
-		namespace, strings.Join(reservedNamespaces, ", "))
+	if slices.Contains(o.AllowedNamespaces, AnyNamespace) {
+		return fmt.Errorf("namespace %s is not allowed for Pipelines (--pipeline-allowed-namespaces: \"*\" leaves out %s and the manager's own namespace unless listed)",
+			namespace, strings.Join(reservedNamespaces, ", "))
+	}
+	return fmt.Errorf("namespace %s is not allowed for Pipelines (--pipeline-allowed-namespaces)", namespace)
 }
 
 // replicasRefusal says which step of p asks for more than maxReplicas.
