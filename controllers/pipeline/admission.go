@@ -49,6 +49,10 @@ type Validator struct {
 	AllowedNamespaces []string
 	ManagerNamespace  string
 	MaxReplicas       int32
+	// ListPipelines lists the stored Pipelines, so that a Pipeline whose
+	// storage directory overlaps another's is refused; nil skips the check,
+	// which the controller enforces anyway.
+	ListPipelines func(ctx context.Context) ([]pipelinev1beta1.Pipeline, error)
 }
 
 // validatePipeline returns what is wrong with p's model storage, and the
@@ -151,6 +155,31 @@ func (v Validator) boundErrors(p, old *pipelinev1beta1.Pipeline) field.ErrorList
 	return errs
 }
 
+// overlapErrors refuses a created Pipeline, or one whose storage directory
+// changes, when its directory is, contains or lies inside another stored
+// Pipeline's: moving into another team's directory is what an author must
+// not do, whichever Pipeline is older. A failed list only warns: the
+// controller refuses the overlap too.
+func (v Validator) overlapErrors(ctx context.Context, p, old *pipelinev1beta1.Pipeline) (field.ErrorList, []string) {
+	dir := storageDir(p)
+	if v.ListPipelines == nil || dir == "" || (old != nil && storageDir(old) == dir) {
+		return nil, nil
+	}
+	stored, err := v.ListPipelines(ctx)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("could not compare the storage directory with other Pipelines' (%v); the controller will", err)}
+	}
+	var errs field.ErrorList
+	for i := range stored {
+		q := &stored[i]
+		if q.Name != p.Name && dirsOverlap(dir, storageDir(q)) {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "modelStorage", "csiParameter").Key(pipelinev1beta1.CSIParameterShare),
+				fmt.Sprintf("the Pipeline's directory %s on the NFS export overlaps Pipeline %s's directory %s; choose another share or name", dir, q.Name, storageDir(q))))
+		}
+	}
+	return errs, nil
+}
+
 // decodePipeline reads a Pipeline of either version from an admission
 // request, as v1beta1.
 func decodePipeline(raw []byte) (*pipelinev1beta1.Pipeline, error) {
@@ -176,7 +205,7 @@ func decodePipeline(raw []byte) (*pipelinev1beta1.Pipeline, error) {
 // Admit rejects a Pipeline whose storage cannot work, whose NFS export or
 // images the allowlists forbid, or a v1beta1 write of the conversion's
 // annotations, with every reason, and warns about what it ignores.
-func (v Validator) Admit(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+func (v Validator) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return webhook.Allowed()
 	}
@@ -192,6 +221,8 @@ func (v Validator) Admit(_ context.Context, req *admissionv1.AdmissionRequest) *
 	}
 	errs, warnings := validatePipeline(p)
 	errs = append(errs, v.allowlistErrors(p, old)...)
+	overlaps, overlapWarnings := v.overlapErrors(ctx, p, old)
+	errs, warnings = append(errs, overlaps...), append(warnings, overlapWarnings...)
 	if webhook.RequestVersion(req) == pipelinev1beta1.SchemeGroupVersion.Version {
 		// Through v1 the conversion wrote them; through v1beta1 a user did.
 		var oldAnnotations map[string]string

@@ -168,3 +168,39 @@ func TestMaxReplicas(t *testing.T) {
 		t.Errorf("Validate() = %v; want --pipeline-max-replicas refused", err)
 	}
 }
+
+// The webhook refuses a create, or a change of storage, into another
+// stored Pipeline's directory; an update that keeps the directory passes,
+// and a failed list only warns.
+func TestValidatorOverlap(t *testing.T) {
+	stored := samplePipeline()
+	stored.Name = "a"
+	stored.Spec.ModelStorage.CSIParameter = map[string]string{"server": "10.0.0.1", "share": "/exports/team1"}
+	list := func(context.Context) ([]pipelinev1beta1.Pipeline, error) { return []pipelinev1beta1.Pipeline{*stored}, nil }
+	pipelineOn := func(name, server, share string) *pipelinev1beta1.Pipeline {
+		p := samplePipeline()
+		p.TypeMeta = metav1.TypeMeta{APIVersion: pipelinev1beta1.SchemeGroupVersion.String(), Kind: "Pipeline"}
+		p.Name = name
+		p.Spec.ModelStorage.CSIParameter = map[string]string{"server": server, "share": share}
+		return p
+	}
+	v := Validator{ListPipelines: list}
+	thief := pipelineOn("team1", "nfs.example.com", "/exports")
+	resp := v.Admit(context.Background(), admissionRequest(t, thief))
+	const want = "spec.modelStorage.csiParameter[share]: Forbidden: the Pipeline's directory /exports/team1 on the NFS export overlaps Pipeline a's directory /exports/team1/a"
+	if resp.Allowed || !strings.Contains(resp.Result.Message, want) {
+		t.Errorf("create into another's directory: allowed %v, %v; want denied with %q", resp.Allowed, resp.Result, want)
+	}
+	if resp := v.Admit(context.Background(), admissionRequest(t, pipelineOn("b", "10.0.0.1", "/exports/team1"))); !resp.Allowed {
+		t.Errorf("a neighbour on the same share: denied: %s", resp.Result.Message)
+	}
+	req := admissionRequest(t, thief)
+	req.Operation, req.OldObject = admissionv1.Update, rawPipeline(t, thief)
+	if resp := v.Admit(context.Background(), req); !resp.Allowed {
+		t.Errorf("an update keeping the directory: denied: %s", resp.Result.Message)
+	}
+	failing := Validator{ListPipelines: func(context.Context) ([]pipelinev1beta1.Pipeline, error) { return nil, context.DeadlineExceeded }}
+	if resp := failing.Admit(context.Background(), admissionRequest(t, thief)); !resp.Allowed || len(resp.Warnings) == 0 {
+		t.Errorf("with a failed list: allowed %v, warnings %q; want allowed with a warning", resp.Allowed, resp.Warnings)
+	}
+}
