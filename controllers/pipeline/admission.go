@@ -44,7 +44,8 @@ type Validator struct {
 	AllowedNFS, AllowedImages []string
 
 	// DefaultNamespace, AllowedNamespaces, ManagerNamespace and MaxReplicas
-	// are the controller's Options of the same names.
+	// are the controller's Options of the same names. An empty
+	// DefaultNamespace checks no namespace, as empty allowlists allow all.
 	DefaultNamespace  string
 	AllowedNamespaces []string
 	ManagerNamespace  string
@@ -140,7 +141,7 @@ func (v Validator) boundErrors(p, old *pipelinev1beta1.Pipeline) field.ErrorList
 	o := Options{DefaultNamespace: v.DefaultNamespace, AllowedNamespaces: v.AllowedNamespaces, ManagerNamespace: v.ManagerNamespace}
 	namespace := targetNamespace(p, v.DefaultNamespace)
 	keptNamespace := old != nil && targetNamespace(old, v.DefaultNamespace) == namespace
-	if err := o.namespaceRefusal(namespace); err != nil && !keptNamespace {
+	if err := o.namespaceRefusal(namespace); err != nil && !keptNamespace && v.DefaultNamespace != "" {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "namespace"), err.Error()))
 	}
 	for i, step := range p.Spec.Steps {

@@ -149,6 +149,17 @@ func TestValidatorNamespaceAndReplicas(t *testing.T) {
 	}
 }
 
+// A Validator told no namespace policy checks none, as empty allowlists
+// allow everything.
+func TestValidatorWithoutNamespacePolicy(t *testing.T) {
+	p := samplePipeline()
+	p.TypeMeta = metav1.TypeMeta{APIVersion: pipelinev1beta1.SchemeGroupVersion.String(), Kind: "Pipeline"}
+	p.Spec.Namespace = "team-a"
+	if resp := (Validator{}).Admit(context.Background(), admissionRequest(t, p)); !resp.Allowed {
+		t.Errorf("denied: %s", resp.Result.Message)
+	}
+}
+
 // The controller refuses replicas over --pipeline-max-replicas, naming the
 // step, and a negative bound is a bad flag.
 func TestMaxReplicas(t *testing.T) {
