@@ -187,7 +187,9 @@ func TestValidatorOverlap(t *testing.T) {
 	stored := samplePipeline()
 	stored.Name = "a"
 	stored.Spec.ModelStorage.CSIParameter = map[string]string{"server": "10.0.0.1", "share": "/exports/team1"}
-	list := func(context.Context) ([]pipelinev1beta1.Pipeline, error) { return []pipelinev1beta1.Pipeline{*stored}, nil }
+	list := func(context.Context) ([]pipelinev1beta1.Pipeline, error) {
+		return []pipelinev1beta1.Pipeline{*stored}, nil
+	}
 	pipelineOn := func(name, server, share string) *pipelinev1beta1.Pipeline {
 		p := samplePipeline()
 		p.TypeMeta = metav1.TypeMeta{APIVersion: pipelinev1beta1.SchemeGroupVersion.String(), Kind: "Pipeline"}
