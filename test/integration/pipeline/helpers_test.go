@@ -74,12 +74,10 @@ func setupWithConfig(t *testing.T, cfg *rest.Config, mutate func(*options.Option
 	}
 	m := framework.StartManager(t, cfg, func(o *options.Options) {
 		o.Generic.Controllers = []string{pipeline.ControllerName}
-		// Tests use a namespace of their own, which the controller creates
-		// when the test did not; TestNamespaceOutsideTheAllowList puts the
-		// default list back, TestMissingNamespaceIsNotCreated the default
-		// of not creating namespaces.
+		// Tests use a namespace of their own; TestNamespaceOutsideTheAllowList
+		// puts the default back. Tests about the controller creating
+		// namespaces turn CreateNamespaces on.
 		o.Pipeline.AllowedNamespaces = []string{pipeline.AnyNamespace}
-		o.Pipeline.CreateNamespaces = true
 		if mutate != nil {
 			mutate(o)
 		}
