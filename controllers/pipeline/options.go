@@ -109,7 +109,8 @@ func (o *Options) namespaceRefusal(namespace string) error {
 	return fmt.Errorf("namespace %s is not allowed for Pipelines (--pipeline-allowed-namespaces)", namespace)
 }
 
-// replicasRefusal says which step of p asks for more than maxReplicas.
+// replicasRefusal says why step may not run: it asks for more replicas
+// than maxReplicas.
 func replicasRefusal(maxReplicas int32, step pipelinev1beta1.PipelineStep) error {
 	if maxReplicas == 0 || step.Replicas == nil || *step.Replicas <= maxReplicas {
 		return nil

@@ -84,7 +84,9 @@ func (c *Controller) storageOverlap(p *pipelinev1beta1.Pipeline) error {
 }
 
 // overlapping is the Pipelines whose directory overlaps dir. Pipelines are
-// few and cluster-scoped: a list of the cache is cheap.
+// few and cluster-scoped: a list of the cache is cheap. A shard's cache
+// holds its own range only (--shards): across shards, the webhook, which
+// lists them all, is what refuses an overlap.
 func (c *Controller) overlapping(dir string) []*pipelinev1beta1.Pipeline {
 	if dir == "" {
 		return nil
