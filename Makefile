@@ -118,14 +118,16 @@ uninstall: kubectl ## Remove the CRDs (and with them every App and Pipeline) fro
 	$(KUBECTL_CMD) delete -k manifests/crd --ignore-not-found
 
 .PHONY: deploy
-deploy: kubectl ## Apply manifests/default to the cluster in $KUBECONFIG with image IMG.
+deploy: kubectl ## Apply manifests/default and manifests/pipeline-namespace to the cluster in $KUBECONFIG with image IMG.
 	$(KUBECTL_CMD) kustomize manifests/default | sed 's|image: controller-manager:latest|image: $(IMG)|' | $(KUBECTL_CMD) apply -f -
+	$(KUBECTL_CMD) apply -k manifests/pipeline-namespace
 
 # kubebuilder's convention: one file that installs what make deploy applies.
 .PHONY: build-installer
-build-installer: kubectl ## Write dist/install.yaml: manifests/default with image IMG, for kubectl apply -f.
+build-installer: kubectl ## Write dist/install.yaml: manifests/default with image IMG and manifests/pipeline-namespace, for kubectl apply -f.
 	mkdir -p dist
 	$(KUBECTL_CMD) kustomize manifests/default | sed 's|image: controller-manager:latest|image: $(IMG)|' >dist/install.yaml
+	{ echo ---; $(KUBECTL_CMD) kustomize manifests/pipeline-namespace; } >>dist/install.yaml
 
 .PHONY: undeploy
 undeploy: kubectl ## Remove what make deploy applied (CRDs included) from the cluster in $KUBECONFIG.

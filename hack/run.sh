@@ -53,5 +53,8 @@ else
   "$KUBECTL" apply -k manifests/crd >&2
   webhook_flags=(--webhooks=false)
 fi
+# The design notes' sample has no spec.namespace: its children go to
+# --pipeline-namespace, which the manager does not create.
+"$KUBECTL" apply -k manifests/pipeline-namespace >&2
 # Not exec: the trap above must stop the control plane when the manager exits.
 _output/controller-manager --kubeconfig="$KUBECONFIG" --leader-elect=false --secure-serving=false "${webhook_flags[@]}" ${ARGS:-}

@@ -42,9 +42,18 @@ type Validator struct {
 	// AllowedNFS and AllowedImages are the controller's Options of the same
 	// names, validated.
 	AllowedNFS, AllowedImages []string
-	// DefaultNamespace is the controller's Option of that name: where a
-	// Pipeline without spec.namespace gets its children.
-	DefaultNamespace string
+
+	// DefaultNamespace, AllowedNamespaces, ManagerNamespace and MaxReplicas
+	// are the controller's Options of the same names. An empty
+	// DefaultNamespace checks no namespace, as empty allowlists allow all.
+	DefaultNamespace  string
+	AllowedNamespaces []string
+	ManagerNamespace  string
+	MaxReplicas       int32
+	// ListPipelines lists the stored Pipelines, so that a Pipeline whose
+	// storage directory overlaps another's is refused; nil skips the check,
+	// which the controller enforces anyway.
+	ListPipelines func(ctx context.Context) ([]pipelinev1beta1.Pipeline, error)
 	// Access checks that the requester may write the Pipeline's children
 	// themselves (access.go); nil checks nothing.
 	Access *webhook.AccessReviewer
@@ -123,7 +132,56 @@ func (v Validator) allowlistErrors(p, old *pipelinev1beta1.Pipeline) field.Error
 		}
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "steps").Index(i).Child("image"), err.Error()))
 	}
+	return append(errs, v.boundErrors(p, old)...)
+}
+
+// boundErrors refuses a target namespace the controller may not write to
+// and a step with more replicas than the bound. An update that keeps the
+// stored namespace, or a step's stored replicas, is not refused for it, as
+// in allowlistErrors.
+func (v Validator) boundErrors(p, old *pipelinev1beta1.Pipeline) field.ErrorList {
+	var errs field.ErrorList
+	o := Options{DefaultNamespace: v.DefaultNamespace, AllowedNamespaces: v.AllowedNamespaces, ManagerNamespace: v.ManagerNamespace}
+	namespace := targetNamespace(p, v.DefaultNamespace)
+	keptNamespace := old != nil && targetNamespace(old, v.DefaultNamespace) == namespace
+	if err := o.namespaceRefusal(namespace); err != nil && !keptNamespace && v.DefaultNamespace != "" {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "namespace"), err.Error()))
+	}
+	for i, step := range p.Spec.Steps {
+		err := replicasRefusal(v.MaxReplicas, step)
+		if err == nil || (old != nil && slices.ContainsFunc(old.Spec.Steps, func(s pipelinev1beta1.PipelineStep) bool {
+			return s.Model == step.Model && s.Replicas != nil && *s.Replicas >= *step.Replicas
+		})) {
+			continue
+		}
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "steps").Index(i).Child("replicas"), err.Error()))
+	}
 	return errs
+}
+
+// overlapErrors refuses a created Pipeline, or one whose storage directory
+// changes, when its directory is, contains or lies inside another stored
+// Pipeline's: moving into another team's directory is what an author must
+// not do, whichever Pipeline is older. A failed list only warns: the
+// controller refuses the overlap too.
+func (v Validator) overlapErrors(ctx context.Context, p, old *pipelinev1beta1.Pipeline) (field.ErrorList, []string) {
+	dir := storageDir(p)
+	if v.ListPipelines == nil || dir == "" || (old != nil && storageDir(old) == dir) {
+		return nil, nil
+	}
+	stored, err := v.ListPipelines(ctx)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("could not compare the storage directory with other Pipelines' (%v); the controller will", err)}
+	}
+	var errs field.ErrorList
+	for i := range stored {
+		q := &stored[i]
+		if q.Name != p.Name && dirsOverlap(dir, storageDir(q)) {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "modelStorage", "csiParameter").Key(pipelinev1beta1.CSIParameterShare),
+				fmt.Sprintf("the Pipeline's directory %s on the NFS export overlaps Pipeline %s's directory %s; choose another share or name", dir, q.Name, storageDir(q))))
+		}
+	}
+	return errs, nil
 }
 
 // decodePipeline reads a Pipeline of either version from an admission
@@ -173,6 +231,8 @@ func (v Validator) Admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 	errs, warnings := validatePipeline(p)
 	errs = append(errs, v.allowlistErrors(p, old)...)
 	errs = append(errs, v.accessErrors(ctx, req.UserInfo, p, old)...)
+	overlaps, overlapWarnings := v.overlapErrors(ctx, p, old)
+	errs, warnings = append(errs, overlaps...), append(warnings, overlapWarnings...)
 	if webhook.RequestVersion(req) == pipelinev1beta1.SchemeGroupVersion.Version {
 		// Through v1 the conversion wrote them; through v1beta1 a user did.
 		var oldAnnotations map[string]string

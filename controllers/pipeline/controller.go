@@ -183,6 +183,9 @@ func NewController(
 	if err := c.Handle(pipelines.Informer(), pipelineHandler(c.Queue)); err != nil {
 		return nil, err
 	}
+	if err := c.Handle(pipelines.Informer(), c.overlapHandler()); err != nil {
+		return nil, err
+	}
 	// Children, mapped to the Pipeline that controls them, after
 	// childBatchPeriod.
 	childHandler := controller.EnqueueControllerOf(controller.Batched(c.Queue, childBatchPeriod), pipelineGroupKind, true)
@@ -210,10 +213,11 @@ func NewController(
 	if err := c.Handle(nodes.Informer(), nodeHandler); err != nil {
 		return nil, err
 	}
-	// A terminating namespace blocks the Pipelines that target it, maybe
-	// past their retry budget: its deletion unblocks them.
+	// A missing namespace blocks the Pipelines that target it, and so does
+	// a terminating one, maybe past their retry budget: its creation or
+	// deletion unblocks them, and a deletion refuses them.
 	namespaceHandler := controller.EnqueueMapped(c.Queue, c.pipelinesInNamespace)
-	namespaceHandler.AddFunc, namespaceHandler.UpdateFunc = nil, nil
+	namespaceHandler.UpdateFunc = nil
 	if err := c.Handle(namespaces.Informer(), namespaceHandler); err != nil {
 		return nil, err
 	}

@@ -18,8 +18,11 @@ package pipeline
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
@@ -41,10 +44,22 @@ type Options struct {
 	// spec.namespace is empty.
 	DefaultNamespace string
 	// AllowedNamespaces are the namespaces besides DefaultNamespace that a
-	// Pipeline's spec.namespace may name; "*" allows every namespace. The
-	// controller writes with cluster-wide rights, so without this list
-	// whoever may create a Pipeline could run any image in any namespace.
+	// Pipeline's spec.namespace may name; "*" allows every namespace but
+	// the system ones and ManagerNamespace, which only an explicit entry
+	// allows. The controller writes with cluster-wide rights, so without
+	// this list whoever may create a Pipeline could run any image in any
+	// namespace.
 	AllowedNamespaces []string
+	// ManagerNamespace is the manager's own namespace (its Leases and
+	// certificate Secrets), which "*" never includes. Not a flag: the
+	// wiring sets it to the namespace the manager resolves for itself.
+	ManagerNamespace string
+	// CreateNamespaces lets the controller create a missing target
+	// namespace. Off, a Pipeline whose namespace does not exist gets no
+	// children until someone creates it.
+	CreateNamespaces bool
+	// MaxReplicas bounds a step's spec.replicas; 0 is no bound.
+	MaxReplicas int32
 	// AllowedNFS are the NFS exports a Pipeline's modelStorage may name,
 	// each SERVER (every share) or SERVER:/share/prefix; empty allows every
 	// export. The controller writes the PersistentVolume itself, so without
@@ -67,29 +82,52 @@ type Options struct {
 // AnyNamespace in AllowedNamespaces allows every namespace.
 const AnyNamespace = "*"
 
+// reservedNamespaces are never included by AnyNamespace: what runs there
+// is the cluster's own, and a Pipeline's children there would act as it.
+var reservedNamespaces = []string{metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+
 // namespaceAllowed reports whether children may be written in namespace.
+// AnyNamespace leaves out the reserved namespaces and the manager's own; an
+// explicit entry (or DefaultNamespace) is the administrator's decision.
 func (o *Options) namespaceAllowed(namespace string) bool {
-	if namespace == o.DefaultNamespace {
+	if namespace == o.DefaultNamespace || slices.Contains(o.AllowedNamespaces, namespace) {
 		return true
 	}
-	for _, n := range o.AllowedNamespaces {
-		if n == namespace || n == AnyNamespace {
-			return true
-		}
+	return slices.Contains(o.AllowedNamespaces, AnyNamespace) &&
+		!slices.Contains(reservedNamespaces, namespace) && namespace != o.ManagerNamespace
+}
+
+// namespaceRefusal says why namespace may not hold a Pipeline's children.
+func (o *Options) namespaceRefusal(namespace string) error {
+	if o.namespaceAllowed(namespace) {
+		return nil
 	}
-	return false
+	if slices.Contains(o.AllowedNamespaces, AnyNamespace) {
+		return fmt.Errorf("namespace %s is not allowed for Pipelines (--pipeline-allowed-namespaces: \"*\" leaves out %s and the manager's own namespace unless listed)",
+			namespace, strings.Join(reservedNamespaces, ", "))
+	}
+	return fmt.Errorf("namespace %s is not allowed for Pipelines (--pipeline-allowed-namespaces)", namespace)
+}
+
+// replicasRefusal says why step may not run: it asks for more replicas
+// than maxReplicas.
+func replicasRefusal(maxReplicas int32, step pipelinev1beta1.PipelineStep) error {
+	if maxReplicas == 0 || step.Replicas == nil || *step.Replicas <= maxReplicas {
+		return nil
+	}
+	return fmt.Errorf("step %s asks for %d replicas, more than the %d allowed (--pipeline-max-replicas)", step.Model, *step.Replicas, maxReplicas)
 }
 
 // refusal says why the controller must write nothing for p, whose children
 // go to namespace, and the Degraded reason; nil when every allowlist lets
 // it through. The first refusal is reported: a namespace, then the
-// storage, then the first forbidden image, so that one fix at a time shows.
+// storage, then the first forbidden image, then replicas over the bound,
+// so that one fix at a time shows.
 // A forbidden image refuses the whole Pipeline: its steps form one chain,
 // and half a chain serves nothing.
 func (o *Options) refusal(p *pipelinev1beta1.Pipeline, namespace string) (string, error) {
-	if !o.namespaceAllowed(namespace) {
-		return pipelinev1beta1.ReasonNamespaceNotAllowed,
-			fmt.Errorf("namespace %s is not allowed for Pipelines (--pipeline-allowed-namespaces); nothing is created", namespace)
+	if err := o.namespaceRefusal(namespace); err != nil {
+		return pipelinev1beta1.ReasonNamespaceNotAllowed, fmt.Errorf("%w; nothing is created", err)
 	}
 	ms := &p.Spec.ModelStorage
 	if err := nfsRefusal(o.AllowedNFS, ms.NFSServer(), ms.NFSShare()); err != nil {
@@ -100,12 +138,17 @@ func (o *Options) refusal(p *pipelinev1beta1.Pipeline, namespace string) (string
 			return pipelinev1beta1.ReasonImageNotAllowed, fmt.Errorf("step %s: %w; nothing is created", step.Model, err)
 		}
 	}
+	for _, step := range p.Spec.Steps {
+		if err := replicasRefusal(o.MaxReplicas, step); err != nil {
+			return pipelinev1beta1.ReasonTooManyReplicas, fmt.Errorf("%w; nothing is created", err)
+		}
+	}
 	return "", nil
 }
 
 // DefaultOptions returns the defaults of the flags.
 func DefaultOptions() Options {
-	return Options{Workers: 5, DefaultNamespace: "pipeline", PodSecurity: PodSecurityBaseline}
+	return Options{Workers: 5, DefaultNamespace: "pipeline", PodSecurity: PodSecurityBaseline, MaxReplicas: 100}
 }
 
 // Validate checks the options.
@@ -118,6 +161,9 @@ func (o *Options) Validate() error {
 	}
 	if err := validatePodSecurity(o.PodSecurity); err != nil {
 		return err
+	}
+	if o.MaxReplicas < 0 {
+		return fmt.Errorf("--pipeline-max-replicas must be 0 (no limit) or more, got %d", o.MaxReplicas)
 	}
 	for _, n := range o.AllowedNamespaces {
 		if n == AnyNamespace {

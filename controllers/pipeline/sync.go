@@ -71,6 +71,13 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		// new is written for it.
 		return controller.Result{}, c.refuse(ctx, p, obs, want, reason, err)
 	}
+	if err := c.storageOverlap(p); err != nil {
+		return controller.Result{}, c.refuse(ctx, p, obs, want, pipelinev1beta1.ReasonStorageOverlap, err)
+	}
+	if err := c.namespaceMissing(namespace); err != nil {
+		// The namespace's creation requeues the Pipeline.
+		return controller.Result{}, c.refuse(ctx, p, obs, want, pipelinev1beta1.ReasonNamespaceNotFound, err)
+	}
 	// record sorts a child's error into a conflict, a failure, or a
 	// transient error that is only retried.
 	record := func(err error) {
@@ -201,10 +208,27 @@ func refusedAlready(p *pipelinev1beta1.Pipeline, reason string) bool {
 	return cond != nil && cond.Reason == reason && cond.ObservedGeneration == p.Generation
 }
 
-// ensureNamespace creates the children's namespace when it is missing. It
-// reports whether namespaced children can be written there.
+// namespaceMissing says why a Pipeline targeting the namespace name gets
+// nothing: it does not exist and the controller may not create it. A
+// namespace someone deleted is not re-created behind their back.
+func (c *Controller) namespaceMissing(name string) error {
+	if c.opts.CreateNamespaces {
+		return nil
+	}
+	if _, err := c.namespace(name); !apierrors.IsNotFound(err) {
+		return nil // a cache error shows in ensureNamespace
+	}
+	return fmt.Errorf("namespace %s does not exist and the manager does not create namespaces (--pipeline-create-namespaces); "+
+		"nothing is created until someone creates it", name)
+}
+
+// ensureNamespace creates the children's namespace when it is missing and
+// CreateNamespaces allows it. It reports whether namespaced children can be
+// written there.
 func (c *Controller) ensureNamespace(ctx context.Context, p *pipelinev1beta1.Pipeline, name string) (bool, error) {
 	switch ns, err := c.namespace(name); {
+	case apierrors.IsNotFound(err) && !c.opts.CreateNamespaces:
+		return false, nil // deleted since namespaceMissing; its event requeues p
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return false, fmt.Errorf("reading namespace %s from the cache: %w", name, err)

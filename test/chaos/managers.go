@@ -166,6 +166,9 @@ func newSupervisor(launcher *framework.Launcher, kubeconfigs []string, cfg confi
 			// inversion of enable_ingress on create (test/e2e covers it)
 			// would turn the Apps without a Service invalid.
 			"--app-invert-enable-ingress=false",
+			// A deleted Pipelines' namespace (a fault) is the controller's to
+			// create again.
+			"--pipeline-create-namespaces=true",
 		}
 		if cfg.perController {
 			args = append(args, "--leader-elect-per-controller=true", "--standby=warm")

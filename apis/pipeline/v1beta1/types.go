@@ -363,6 +363,16 @@ const (
 	// ReasonImageNotAllowed explains Degraded=True: a step's image is
 	// outside the manager's --pipeline-allowed-images.
 	ReasonImageNotAllowed = "ImageNotAllowed"
+	// ReasonTooManyReplicas explains Degraded=True: a step asks for more
+	// replicas than the manager's --pipeline-max-replicas.
+	ReasonTooManyReplicas = "TooManyReplicas"
+	// ReasonNamespaceNotFound explains Degraded=True: the target namespace
+	// does not exist and the manager does not create namespaces
+	// (--pipeline-create-namespaces).
+	ReasonNamespaceNotFound = "NamespaceNotFound"
+	// ReasonStorageOverlap explains Degraded=True: the Pipeline's directory
+	// on the NFS export is, contains or lies inside an older Pipeline's.
+	ReasonStorageOverlap = "StorageOverlap"
 	// ReasonReconcileFailed explains Degraded=True: writing a child failed.
 	ReasonReconcileFailed = "ReconcileFailed"
 )

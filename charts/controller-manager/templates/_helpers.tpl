@@ -79,6 +79,13 @@ cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/controller-manager-webh
 - --tls-cert-file=/var/run/webhook-certs/tls.crt
 - --tls-private-key-file=/var/run/webhook-certs/tls.key
 {{- end }}
+{{- with .Values.pipeline.namespace }}
+- {{ printf "--pipeline-namespace=%s" . | quote }}
+{{- end }}
+{{- if .Values.pipeline.createNamespaces }}
+- --pipeline-create-namespaces=true
+{{- end }}
+- {{ printf "--pipeline-max-replicas=%d" (int .Values.pipeline.maxReplicas) | quote }}
 {{- with .Values.pipeline.allowedNFS }}
 - {{ printf "--pipeline-allowed-nfs=%s" (join "," .) | quote }}
 {{- end }}

@@ -125,6 +125,7 @@ func newPipelineController(_ context.Context, cc ControllerContext) (Controller,
 	opts := cc.Options.Pipeline
 	opts.Queue = cc.Options.Generic.ControllerQueue
 	opts.Name = cc.UnitName(pipeline.ControllerName)
+	opts.ManagerNamespace = leaseNamespace(cc.Options.Webhook.Namespace)
 	kubeClient, err := cc.KubeClient(opts.Name)
 	if err != nil {
 		return nil, err

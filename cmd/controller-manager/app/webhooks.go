@@ -17,17 +17,21 @@ limitations under the License.
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	appconversion "github.com/ndsl/controller-manager/apis/app/conversion"
 	pipelineconversion "github.com/ndsl/controller-manager/apis/pipeline/conversion"
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	pipelinecontroller "github.com/ndsl/controller-manager/controllers/pipeline"
+	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/ndsl/controller-manager/pkg/webhook"
 )
 
@@ -79,8 +83,24 @@ func webhookRegistrations() []WebhookRegistration {
 			if err != nil {
 				return nil, err
 			}
-			return pipelinecontroller.Validator{AllowedNFS: o.AllowedNFS, AllowedImages: o.AllowedImages,
-				DefaultNamespace: o.DefaultNamespace, Access: access}, nil
+			v := pipelinecontroller.Validator{AllowedNFS: o.AllowedNFS, AllowedImages: o.AllowedImages,
+				DefaultNamespace: o.DefaultNamespace, AllowedNamespaces: o.AllowedNamespaces,
+				ManagerNamespace: leaseNamespace(wc.Options.Webhook.Namespace), MaxReplicas: o.MaxReplicas, Access: access}
+			if wc.KubeConfig != nil {
+				client, err := versioned.NewForConfig(customResourceConfig(rest.CopyConfig(wc.KubeConfig), wc.Options.Generic.CustomResourceContentType))
+				if err != nil {
+					return nil, fmt.Errorf("building the Pipeline validator's client: %w", err)
+				}
+				v.ListPipelines = func(ctx context.Context) ([]pipelinev1beta1.Pipeline, error) {
+					// From the API server's watch cache: Pipelines are few.
+					list, err := client.PipelineV1beta1().Pipelines().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+					if err != nil {
+						return nil, err
+					}
+					return list.Items, nil
+				}
+			}
+			return v, nil
 		},
 	}, {
 		Path: webhook.PathConvertPipelines, Name: "pipeline-conversion",

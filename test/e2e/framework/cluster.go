@@ -211,11 +211,14 @@ func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
 	return out.String(), nil
 }
 
-// InstallManifests applies manifests/default with kubectl and waits until
-// the CRDs are established.
+// InstallManifests applies manifests/default and
+// manifests/pipeline-namespace with kubectl, as make deploy does, and waits
+// until the CRDs are established.
 func (c *Cluster) InstallManifests(ctx context.Context) error {
-	if _, err := c.Kubectl(ctx, "apply", "-k", "manifests/default"); err != nil {
-		return err
+	for _, dir := range []string{"manifests/default", "manifests/pipeline-namespace"} {
+		if _, err := c.Kubectl(ctx, "apply", "-k", dir); err != nil {
+			return err
+		}
 	}
 	crds, err := controlplane.CRDs()
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -99,6 +100,12 @@ func TestChartInstallUpgradeKeepsCABundles(t *testing.T) {
 		"cleanup": map[string]any{"enabled": true},
 		"metrics": map[string]any{"dashboard": map[string]any{"enabled": true},
 			"readers": []any{map[string]any{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}}},
+	}
+	// The Pipelines' namespace, as an earlier version's controller created
+	// it: the chart leaves it alone rather than fail to adopt it.
+	pipelineNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pipeline", Labels: map[string]string{"app.kubernetes.io/managed-by": "ndsl-controller-manager"}}}
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, pipelineNS, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
 	}
 	if out, err := helm(t, "install", release, chartDir(t), "--kubeconfig", kubeconfig, "--namespace", ns, "--create-namespace",
 		"-f", valuesFile(t, values)); err != nil {
@@ -182,6 +189,9 @@ func TestChartInstallUpgradeKeepsCABundles(t *testing.T) {
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
 	}
 	chartCRDs(ctx, t) // fails the test if one is gone
+	if _, err := cp.Client.CoreV1().Namespaces().Get(ctx, pipelineNS.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("after helm uninstall the Pipelines' namespace: %v; want it kept", err)
+	}
 	if _, err := cp.Client.AppsV1().Deployments(ns).Get(ctx, "controller-manager", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("after helm uninstall the Deployment is still there (%v)", err)
 	}

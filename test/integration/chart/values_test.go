@@ -136,11 +136,37 @@ func TestChartSetsNoCABundle(t *testing.T) {
 // The pipeline values become the manager's flags.
 func TestChartPipelineValuesAreFlags(t *testing.T) {
 	objects := render(t, "ndsl-system", map[string]any{"pipeline": map[string]any{
-		"allowedNFS":    []any{"nfs.example.com:/models", "10.0.0.5"},
-		"allowedImages": []any{"registry.example.com/", "docker.io/library/nginx"},
-		"podSecurity":   "restricted",
+		"allowedNFS":       []any{"nfs.example.com:/models", "10.0.0.5"},
+		"allowedImages":    []any{"registry.example.com/", "docker.io/library/nginx"},
+		"podSecurity":      "restricted",
+		"namespace":        "models",
+		"createNamespaces": true,
+		"maxReplicas":      0,
 	}})
 	o := parseArgs(t, deploymentOf(t, objects).Spec.Template.Spec.Containers[0].Args)
+	if o.Pipeline.DefaultNamespace != "models" || !o.Pipeline.CreateNamespaces || o.Pipeline.MaxReplicas != 0 {
+		t.Errorf("--pipeline-namespace %q, --pipeline-create-namespaces %v, --pipeline-max-replicas %d; want models, true, 0",
+			o.Pipeline.DefaultNamespace, o.Pipeline.CreateNamespaces, o.Pipeline.MaxReplicas)
+	}
+	// The chart creates the Pipelines' namespace, and an uninstall keeps it
+	// (users' workloads live there), unless it is the release's own.
+	var created []string
+	for _, obj := range objects {
+		if obj.kind() == "Namespace" {
+			created = append(created, obj.name())
+			if obj.annotations()["helm.sh/resource-policy"] != "keep" {
+				t.Errorf("Namespace %s: annotations %v, want helm.sh/resource-policy: keep", obj.name(), obj.annotations())
+			}
+		}
+	}
+	if !slices.Equal(created, []string{"models"}) {
+		t.Errorf("the chart creates Namespaces %v, want [models]", created)
+	}
+	for _, obj := range render(t, "models", map[string]any{"pipeline": map[string]any{"namespace": "models"}}) {
+		if obj.kind() == "Namespace" {
+			t.Errorf("released into the Pipelines' namespace, the chart creates Namespace %s too", obj.name())
+		}
+	}
 	if want := []string{"nfs.example.com:/models", "10.0.0.5"}; !slices.Equal(o.Pipeline.AllowedNFS, want) {
 		t.Errorf("--pipeline-allowed-nfs %v, want %v", o.Pipeline.AllowedNFS, want)
 	}
@@ -150,9 +176,11 @@ func TestChartPipelineValuesAreFlags(t *testing.T) {
 	if o.Pipeline.PodSecurity != pipeline.PodSecurityRestricted {
 		t.Errorf("--pipeline-pod-security %q, want restricted", o.Pipeline.PodSecurity)
 	}
-	// Unset, they are the manager's defaults: no flag.
+	// Unset, they are the manager's defaults.
 	d := parseArgs(t, deploymentOf(t, render(t, "ndsl-system", nil)).Spec.Template.Spec.Containers[0].Args)
-	if len(d.Pipeline.AllowedNFS)+len(d.Pipeline.AllowedImages) != 0 || d.Pipeline.PodSecurity != pipeline.DefaultOptions().PodSecurity {
+	if len(d.Pipeline.AllowedNFS)+len(d.Pipeline.AllowedImages) != 0 || d.Pipeline.PodSecurity != pipeline.DefaultOptions().PodSecurity ||
+		d.Pipeline.DefaultNamespace != pipeline.DefaultOptions().DefaultNamespace || d.Pipeline.CreateNamespaces ||
+		d.Pipeline.MaxReplicas != pipeline.DefaultOptions().MaxReplicas {
 		t.Errorf("default values: pipeline options %+v, want the manager's defaults", d.Pipeline)
 	}
 }

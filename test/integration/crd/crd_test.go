@@ -508,6 +508,11 @@ func testInvalidPipelines(ctx context.Context, t *testing.T, c clients) {
 		name:   "no modelStorage",
 		mutate: removeField("spec", "modelStorage"),
 		want:   []string{"spec.modelStorage", "Required value"},
+	}, {
+		// A bound on steps per Pipeline (issue 35, item 8).
+		name:   "65 steps",
+		mutate: setField(manySteps(65), "spec", "steps"),
+		want:   []string{"spec.steps", "must have at most 64 items"},
 	}}
 	nfsRule := "modelStorage of type nfs requires csiParameter.server and csiParameter.share"
 	v1beta1Cases := []invalidCase{{
@@ -596,6 +601,15 @@ func (m mutation) and(next mutation) mutation {
 }
 
 // setField sets the field at path (map keys and slice indexes) to value.
+// manySteps is n steps with distinct models.
+func manySteps(n int) []any {
+	steps := make([]any, n)
+	for i := range steps {
+		steps[i] = map[string]any{"model": fmt.Sprintf("m%d", i), "image": "nginx:1.27"}
+	}
+	return steps
+}
+
 func setField(value any, path ...any) mutation {
 	return func(obj map[string]any) {
 		parent, last := walk(obj, path)

@@ -98,7 +98,7 @@ func convert(t *testing.T, doc map[string]any, into any) {
 }
 
 func TestEveryKustomizationBuilds(t *testing.T) {
-	for _, dir := range []string{"crd", "rbac", "manager", "webhook", "default"} {
+	for _, dir := range []string{"crd", "rbac", "manager", "webhook", "default", "pipeline-namespace"} {
 		build(t, dir)
 	}
 	// Each component on its own over manifests/default, as well as all

@@ -76,7 +76,8 @@ func setupWithConfig(t *testing.T, cfg *rest.Config, mutate func(*options.Option
 	m := framework.StartManager(t, cfg, func(o *options.Options) {
 		o.Generic.Controllers = []string{pipeline.ControllerName}
 		// Tests use a namespace of their own; TestNamespaceOutsideTheAllowList
-		// puts the default back.
+		// puts the default back. Tests about the controller creating
+		// namespaces turn CreateNamespaces on.
 		o.Pipeline.AllowedNamespaces = []string{pipeline.AnyNamespace}
 		if mutate != nil {
 			mutate(o)

@@ -33,6 +33,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/pkg/controller"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
@@ -140,7 +141,7 @@ func TestStepChangesConverge(t *testing.T) {
 // (created by the controller), the old ones deleted, the old namespace kept.
 func TestNamespaceChangeMovesChildren(t *testing.T) {
 	ctx := context.Background()
-	e := setup(t, nil)
+	e := setup(t, func(o *options.Options) { o.Pipeline.CreateNamespaces = true })
 	oldNS := framework.CreateNamespace(t, e.kube)
 	newNS := "pipeline-moved-" + rand.String(5)
 	t.Cleanup(func() { _ = e.kube.CoreV1().Namespaces().Delete(context.Background(), newNS, metav1.DeleteOptions{}) })

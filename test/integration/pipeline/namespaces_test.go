@@ -39,6 +39,10 @@ func TestNamespaceOutsideTheAllowList(t *testing.T) {
 	const allowed = "allow-list-ok"
 	e := setup(t, func(o *options.Options) { o.Pipeline.AllowedNamespaces = []string{allowed} })
 	ctx := context.Background()
+	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: allowed}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.kube.CoreV1().Namespaces().Delete(context.Background(), allowed, metav1.DeleteOptions{}) })
 
 	refused := e.create(newPipeline("deputy", metav1.NamespaceSystem, step("a", "deputy-node")))
 	e.create(newPipeline("permitted", allowed, step("a", "deputy-node")))
@@ -100,7 +104,10 @@ func firstCount(events []corev1.Event) int32 {
 // spent and its key dropped; the namespace going away later must still
 // bring it its children at once, not at the next resync (issue 12, defect 2).
 func TestTerminatingNamespaceUnblocksAfterTheRetryBudget(t *testing.T) {
-	e := setup(t, func(o *options.Options) { o.Pipeline.MaxRetries = 2 })
+	e := setup(t, func(o *options.Options) {
+		o.Pipeline.MaxRetries = 2
+		o.Pipeline.CreateNamespaces = true // its children follow the namespace's deletion
+	})
 	ctx := context.Background()
 	const ns, hold = "blocked-ns", "test.ndsl.cn/hold"
 	_, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{

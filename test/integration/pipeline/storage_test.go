@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
@@ -36,7 +37,7 @@ import (
 // binder does only once the stale UID is gone (issue 12, defect 3).
 func TestRecreatedClaimBindsToTheRetainedVolume(t *testing.T) {
 	ctx := context.Background()
-	e := setup(t, nil)
+	e := setup(t, func(o *options.Options) { o.Pipeline.CreateNamespaces = true })
 	ns := framework.CreateNamespace(t, e.kube)
 	if err := cp.CreateFakeNodes(ctx, "rebind-node"); err != nil {
 		t.Fatal(err)

@@ -191,6 +191,8 @@ func TestShippedClusterRoleSuffices(t *testing.T) {
 	m := framework.StartManager(t, saConfig, func(o *options.Options) {
 		o.Generic.Controllers = []string{pipeline.ControllerName}
 		o.Pipeline.AllowedNamespaces = []string{pipeline.AnyNamespace}
+		// The shipped role must cover creating namespaces too.
+		o.Pipeline.CreateNamespaces = true
 	})
 	framework.Eventually(t, timeout, "/readyz/informer-sync with the shipped RBAC", func(context.Context) (bool, error) {
 		status, _, err := m.Get("/readyz/informer-sync")

@@ -47,6 +47,18 @@ func allowlistPipeline(name, server, share string, images ...string) *unstructur
 	}}
 }
 
+// withSpec sets spec.<key> of a Pipeline.
+func withSpec(u *unstructured.Unstructured, key string, value any) *unstructured.Unstructured {
+	u.Object["spec"].(map[string]any)[key] = value
+	return u
+}
+
+// withReplicas sets the first step's replicas.
+func withReplicas(u *unstructured.Unstructured, n int64) *unstructured.Unstructured {
+	u.Object["spec"].(map[string]any)["steps"].([]any)[0].(map[string]any)["replicas"] = n
+	return u
+}
+
 // installAllowlistWebhook points a validating webhook for the labelled
 // Pipelines at the allowlist validator and waits until the API server
 // calls it.
@@ -118,6 +130,16 @@ func TestPipelineAllowlistAdmission(t *testing.T) {
 	}, {
 		name: "other registry", obj: allowlistPipeline("allowlist-registry", "192.168.20.235", "/home/aiedge", "registry.evil.example/library/nginx:latest"),
 		wantErr: []string{"spec.steps[0].image", "registry.evil.example/library/nginx:latest", imageAllowed},
+	}, {
+		// "*" leaves out the cluster's own namespaces (issue 35, item 4).
+		name: "kube-system", obj: withSpec(allowlistPipeline("allowlist-system", "192.168.20.235", "/home/aiedge", "nginx:latest"), "namespace", "kube-system"),
+		wantErr: []string{"spec.namespace", "namespace kube-system is not allowed for Pipelines (--pipeline-allowed-namespaces"},
+	}, {
+		name: "team namespace", obj: withSpec(allowlistPipeline("allowlist-team", "192.168.20.235", "/home/aiedge", "nginx:latest"), "namespace", "team-a"),
+	}, {
+		// Bounded replicas (issue 35, item 8).
+		name: "replicas over the bound", obj: withReplicas(allowlistPipeline("allowlist-replicas", "192.168.20.235", "/home/aiedge", "nginx:latest"), 11),
+		wantErr: []string{"spec.steps[0].replicas", "step ma asks for 11 replicas, more than the 10 allowed (--pipeline-max-replicas)"},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

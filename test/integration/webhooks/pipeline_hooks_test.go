@@ -47,5 +47,6 @@ func registerPipelineWebhooks(s *webhook.Server, access *webhook.AccessReviewer)
 	})
 	s.HandleConversion(webhook.PathConvertPipelines, "pipeline-conversion", pipelineconversion.Converter{})
 	s.HandleAdmission(pathValidatePipelinesAllowlist, "pipeline-validation-allowlist",
-		pipelinecontroller.Validator{AllowedNFS: allowlistNFS, AllowedImages: allowlistImages})
+		pipelinecontroller.Validator{AllowedNFS: allowlistNFS, AllowedImages: allowlistImages,
+			DefaultNamespace: "pipeline", AllowedNamespaces: []string{pipelinecontroller.AnyNamespace}, ManagerNamespace: "ndsl-system", MaxReplicas: 10})
 }

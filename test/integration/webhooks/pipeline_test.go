@@ -107,6 +107,11 @@ func TestPipelineSeedSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.StartManager(t, cp.Config, func(o *optionsT) { o.Generic.Controllers = []string{"pipeline"} })
+	// The install creates the sample's namespace (--pipeline-namespace); the
+	// controller does not.
+	if _, _, err := kubectl(t, "apply", "-k", sample(t, "../pipeline-namespace")); err != nil {
+		t.Fatalf("kubectl apply -k manifests/pipeline-namespace: %v", err)
+	}
 
 	_, stderr, err := kubectl(t, "apply", "-f", sample(t, "design-notes/pipeline-v1beta1.yaml"))
 	if err != nil {

@@ -26,10 +26,17 @@ func bindPipelineFlags(o *pipeline.Options, fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, "concurrent-pipeline-syncs", o.Workers,
 		"Pipelines reconciled at once by the pipeline controller.")
 	fs.StringVar(&o.DefaultNamespace, "pipeline-namespace", o.DefaultNamespace,
-		"Namespace for the children of Pipelines without spec.namespace; the controller creates it when it is missing.")
+		"Namespace for the children of Pipelines without spec.namespace; the install creates it (the controller only with --pipeline-create-namespaces).")
 	fs.StringSliceVar(&o.AllowedNamespaces, "pipeline-allowed-namespaces", o.AllowedNamespaces,
-		"Namespaces besides --pipeline-namespace that a Pipeline's spec.namespace may name; \"*\" allows any. "+
-			"A Pipeline naming another namespace gets no children, Degraded=True with reason NamespaceNotAllowed and a Warning event.")
+		"Namespaces besides --pipeline-namespace that a Pipeline's spec.namespace may name; \"*\" allows any but kube-system, kube-public, "+
+			"kube-node-lease and the manager's own namespace, which only an explicit entry allows. "+
+			"A Pipeline naming another namespace is refused by the validating webhook and gets no children, Degraded=True with reason NamespaceNotAllowed and a Warning event.")
+	fs.BoolVar(&o.CreateNamespaces, "pipeline-create-namespaces", o.CreateNamespaces,
+		"Create a Pipeline's target namespace when it is missing (and again when it is deleted). Off, such a Pipeline gets no children "+
+			"and Degraded=True with reason NamespaceNotFound until someone creates the namespace.")
+	fs.Int32Var(&o.MaxReplicas, "pipeline-max-replicas", o.MaxReplicas,
+		"Most replicas a Pipeline step may ask for; 0 is no limit. A step asking for more is refused by the validating webhook "+
+			"and the Pipeline gets no children, Degraded=True with reason TooManyReplicas and a Warning event.")
 	fs.StringSliceVar(&o.AllowedNFS, "pipeline-allowed-nfs", o.AllowedNFS,
 		"NFS exports a Pipeline's modelStorage may name, each SERVER (any share) or SERVER:/share/prefix (that path and below); "+
 			"comma-separated or repeated. Empty allows every export; set it in production. A Pipeline naming another export is refused "+

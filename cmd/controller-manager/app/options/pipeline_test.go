@@ -68,3 +68,36 @@ func TestPipelineAllowlistFlags(t *testing.T) {
 		}
 	}
 }
+
+// Creating namespaces is opt-in, replicas per step are bounded at 100 by
+// default (0: no bound), and a negative bound is refused in one line.
+func TestPipelineNamespaceAndReplicaFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		wantCreate bool
+		wantMax    int32
+		wantErr    string
+	}{
+		{args: nil, wantMax: 100},
+		{args: []string{"--pipeline-create-namespaces", "--pipeline-max-replicas=0"}, wantCreate: true, wantMax: 0},
+		{args: []string{"--pipeline-max-replicas=-1"}, wantErr: "--pipeline-max-replicas must be 0 (no limit) or more, got -1"},
+	} {
+		o := NewOptions()
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		AddAll(fs, o.Flags(nil, nil))
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		err := o.Validate()
+		switch {
+		case tc.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.wantErr)
+			}
+		case err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case o.Pipeline.CreateNamespaces != tc.wantCreate || o.Pipeline.MaxReplicas != tc.wantMax:
+			t.Errorf("%v: CreateNamespaces %v, MaxReplicas %d; want %v, %d", tc.args, o.Pipeline.CreateNamespaces, o.Pipeline.MaxReplicas, tc.wantCreate, tc.wantMax)
+		}
+	}
+}
