@@ -39,6 +39,9 @@ type Options struct {
 	// DefaultDomain gives the host <service>.<namespace>.<domain> when a
 	// Service has no ingress/host annotation; empty leaves the rule hostless.
 	DefaultDomain string
+	// AllowedHosts bounds the hosts of the Ingresses (AllowedHost);
+	// empty allows every host but wildcards.
+	AllowedHosts []string
 	// MaxRetries bounds a Service's consecutive failed reconciles before its key
 	// is dropped until an event; 0 is controller.DefaultMaxRetries. Not a
 	// flag: tests lower it to reach the bound quickly.
