@@ -166,6 +166,8 @@ func newSupervisor(launcher *framework.Launcher, kubeconfigs []string, cfg confi
 			// inversion of enable_ingress on create (test/e2e covers it)
 			// would turn the Apps without a Service invalid.
 			"--app-invert-enable-ingress=false",
+			"--app-ingress-domain=" + appDomain,
+			"--ingress-default-domain=" + serviceDomain,
 		}
 		if cfg.perController {
 			args = append(args, "--leader-elect-per-controller=true", "--standby=warm")
