@@ -146,7 +146,8 @@ func ingressHost(app *appv1beta1.App, domain string) string {
 	return fmt.Sprintf("%s.%s.%s", app.Name, app.Namespace, domain)
 }
 
-// desiredIngress routes / on the App's host to its Service.
+// desiredIngress routes / on the App's host to its Service. Without a host
+// the App gets no Ingress (sync).
 func desiredIngress(app *appv1beta1.App, opts Options) *networkingv1ac.IngressApplyConfiguration {
 	rule := networkingv1ac.IngressRule().
 		WithHTTP(networkingv1ac.HTTPIngressRuleValue().WithPaths(networkingv1ac.HTTPIngressPath().
@@ -154,10 +155,8 @@ func desiredIngress(app *appv1beta1.App, opts Options) *networkingv1ac.IngressAp
 			WithPathType(networkingv1.PathTypePrefix).
 			WithBackend(networkingv1ac.IngressBackend().WithService(networkingv1ac.IngressServiceBackend().
 				WithName(app.Name).
-				WithPort(networkingv1ac.ServiceBackendPort().WithNumber(portOf(app)))))))
-	if host := ingressHost(app, opts.IngressDomain); host != "" {
-		rule.WithHost(host)
-	}
+				WithPort(networkingv1ac.ServiceBackendPort().WithNumber(portOf(app))))))).
+		WithHost(ingressHost(app, opts.IngressDomain))
 	spec := networkingv1ac.IngressSpec().WithRules(rule)
 	if opts.IngressClass != "" {
 		spec.WithIngressClassName(opts.IngressClass)
@@ -177,7 +176,8 @@ func ingressURL(ing *networkingv1.Ingress) string {
 }
 
 // DesiredChildren returns the objects the controller creates for app: its
-// Deployment, and its Service and Ingress when asked for (nil otherwise).
+// Deployment, and its Service and Ingress when asked for (nil otherwise;
+// the Ingress also nil without opts.IngressDomain to give it a host).
 // Tools that measure against the controller use it, like test/bench/scale.
 func DesiredChildren(app *appv1beta1.App, opts Options) (*appsv1.Deployment, *corev1.Service, *networkingv1.Ingress, error) {
 	sel := newSelectors(app)
@@ -192,7 +192,7 @@ func DesiredChildren(app *appv1beta1.App, opts Options) (*appsv1.Deployment, *co
 		}
 	}
 	var ing *networkingv1.Ingress
-	if app.Spec.EnableIngress {
+	if app.Spec.EnableIngress && ingressHost(app, opts.IngressDomain) != "" {
 		if ing, err = controller.Typed[networkingv1.Ingress](desiredIngress(app, opts)); err != nil {
 			return nil, nil, nil, err
 		}

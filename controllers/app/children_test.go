@@ -212,7 +212,8 @@ func TestDesiredIngress(t *testing.T) {
 			wantHost: "web.shop.apps.example.com", wantClass: ptr.To("nginx"), wantURL: "http://web.shop.apps.example.com/"},
 		{name: "dots around the domain", opts: Options{IngressDomain: ".apps.example.com."},
 			wantHost: "web.shop.apps.example.com", wantURL: "http://web.shop.apps.example.com/"},
-		{name: "no domain: no host, no URL; no class: the cluster default"},
+		{name: "no class: the cluster default", opts: Options{IngressDomain: "apps.example.com"},
+			wantHost: "web.shop.apps.example.com", wantURL: "http://web.shop.apps.example.com/"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -381,5 +382,17 @@ func TestIngressDrift(t *testing.T) {
 				t.Errorf("drifted = %v, want %v", got, tc.wantDrift)
 			}
 		})
+	}
+}
+
+// Without a domain an App that asks for an Ingress gets none: it would have
+// no host, and catch every request of its class.
+func TestDesiredChildrenWithoutADomainHasNoIngress(t *testing.T) {
+	app := testApp()
+	if _, _, ing, err := DesiredChildren(app, Options{}); err != nil || ing != nil {
+		t.Errorf("DesiredChildren without a domain: Ingress %+v, error %v; want none", ing, err)
+	}
+	if _, _, ing, err := DesiredChildren(app, Options{IngressDomain: "apps.example.com"}); err != nil || ing == nil || ing.Spec.Rules[0].Host != "web.shop.apps.example.com" {
+		t.Errorf("DesiredChildren with a domain: Ingress %+v, error %v; want host web.shop.apps.example.com", ing, err)
 	}
 }

@@ -38,8 +38,8 @@ type Options struct {
 	// from --controller-queue. Empty is the priority queue.
 	Queue controller.QueueKind
 	// IngressDomain gives an App's Ingress the host
-	// <app>.<namespace>.<domain>; empty leaves the rule without a host (and
-	// the App without a URL).
+	// <app>.<namespace>.<domain>; empty refuses every App an Ingress (one
+	// without a host would catch every request of its class).
 	IngressDomain string
 	// IngressClass is the class of the Apps' Ingresses; empty leaves the
 	// choice to the cluster's default IngressClass.

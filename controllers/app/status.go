@@ -44,6 +44,24 @@ type observed struct {
 	// pods are the App's pods, as TransformPod keeps them.
 	pods []*corev1.Pod
 	errs []error
+	// ingressHostRequired is an Ingress asked for and refused: the manager
+	// has no domain to give it a host.
+	ingressHostRequired bool
+}
+
+// ingressHostRequiredMessage says why an App without a host gets no Ingress.
+const ingressHostRequiredMessage = "No Ingress: the manager runs without --app-ingress-domain, which gives an App's Ingress its host, " +
+	"and an Ingress without a host would catch every request no other Ingress of its class matches. " +
+	"The App's Service still serves it inside the cluster; ask the administrator for a domain, or set enable_ingress to false"
+
+// newlyRefused reports whether status, and not old, says the App's Ingress
+// is refused for want of a host: the Warning goes out once, not per resync.
+func newlyRefused(old, status appv1beta1.AppStatus) bool {
+	refused := func(s appv1beta1.AppStatus) bool {
+		return meta.IsStatusConditionPresentAndEqual(s.Conditions, appv1beta1.ConditionDegraded, metav1.ConditionTrue) &&
+			meta.FindStatusCondition(s.Conditions, appv1beta1.ConditionDegraded).Reason == appv1beta1.ReasonIngressHostRequired
+	}
+	return refused(status) && !refused(old)
 }
 
 // missing names the children the App asks for that it does not have.
@@ -106,6 +124,9 @@ func appStatus(app *appv1beta1.App, obs observed, now metav1.Time) appv1beta1.Ap
 
 	available := fmt.Sprintf("%d of %d replicas available", status.AvailableReplicas, desired)
 	switch missing := obs.missing(app); {
+	case obs.ingressHostRequired:
+		// Not Ready: Ready means every child asked for exists.
+		set(appv1beta1.ConditionReady, metav1.ConditionFalse, appv1beta1.ReasonIngressHostRequired, ingressHostRequiredMessage)
 	case len(missing) > 0:
 		set(appv1beta1.ConditionReady, metav1.ConditionFalse, appv1beta1.ReasonResourceMissing,
 			"Missing "+strings.Join(missing, ", "))
@@ -142,6 +163,8 @@ func appStatus(app *appv1beta1.App, obs observed, now metav1.Time) appv1beta1.Ap
 	case len(failures) > 0:
 		set(appv1beta1.ConditionDegraded, metav1.ConditionTrue, appv1beta1.ReasonReconcileFailed,
 			strings.Join(failures, "; "))
+	case obs.ingressHostRequired:
+		set(appv1beta1.ConditionDegraded, metav1.ConditionTrue, appv1beta1.ReasonIngressHostRequired, ingressHostRequiredMessage)
 	default:
 		set(appv1beta1.ConditionDegraded, metav1.ConditionFalse, appv1beta1.ReasonAsExpected, "")
 	}

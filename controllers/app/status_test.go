@@ -94,6 +94,15 @@ func TestAppStatus(t *testing.T) {
 			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
 		},
 		{
+			name:            "rolled out, the Ingress refused for want of a host",
+			app:             testApp(),
+			obs:             observed{deployment: rolledOut(3), service: svc, ingressHostRequired: true},
+			wantReplicas:    [3]int32{3, 3, 3},
+			wantReady:       wantCondition{metav1.ConditionFalse, appv1beta1.ReasonIngressHostRequired, "--app-ingress-domain"},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonRolloutComplete, ""},
+			wantDegraded:    wantCondition{metav1.ConditionTrue, appv1beta1.ReasonIngressHostRequired, "would catch every request"},
+		},
+		{
 			name:            "rolled out, every child present",
 			app:             testApp(),
 			obs:             observed{deployment: rolledOut(3), service: svc, ingress: ingress("web.shop.example.com")},
@@ -289,5 +298,23 @@ func TestAppStatusReplicasUnsetAndSelector(t *testing.T) {
 	}
 	if got := appStatus(app, observed{}, metav1.Now()).Selector; got != AppLabel+"=web" {
 		t.Errorf("selector without a Deployment = %q, want the one it will have", got)
+	}
+}
+
+// The Warning about a refused Ingress goes out when the status first says
+// so, not at every resync.
+func TestNewlyRefused(t *testing.T) {
+	app := testApp()
+	obs := observed{deployment: rolledOut(3), service: &corev1.Service{}, ingressHostRequired: true}
+	refused := appStatus(app, obs, metav1.Now())
+	if !newlyRefused(app.Status, refused) {
+		t.Error("the first refused status is not news")
+	}
+	if newlyRefused(refused, refused) {
+		t.Error("a refused status again is news")
+	}
+	obs.ingressHostRequired, obs.ingress = false, ingress("web.shop.example.com")
+	if served := appStatus(app, obs, metav1.Now()); newlyRefused(refused, served) || newlyRefused(app.Status, served) {
+		t.Error("a served Ingress is news of a refusal")
 	}
 }

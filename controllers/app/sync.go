@@ -90,7 +90,14 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	ingressOf := func(app *appv1beta1.App) *networkingv1ac.IngressApplyConfiguration {
 		return desiredIngress(app, c.opts)
 	}
-	if obs.ingress, err = syncChild(ctx, c, app, &writes, c.ingresses, app.Spec.EnableIngress, obs.service != nil, ingressOf); err != nil {
+	// Nor without a host: it would catch every request of its class. A
+	// hostless one an earlier version made goes, told by the Warning below.
+	obs.ingressHostRequired = app.Spec.EnableIngress && ingressHost(app, c.opts.IngressDomain) == ""
+	ingressWrites := &writes
+	if obs.ingressHostRequired {
+		ingressWrites = &childWrites{}
+	}
+	if obs.ingress, err = syncChild(ctx, c, app, ingressWrites, c.ingresses, app.Spec.EnableIngress && !obs.ingressHostRequired, obs.service != nil, ingressOf); err != nil {
 		obs.errs = append(obs.errs, err)
 	}
 
@@ -124,6 +131,9 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 
 	// The status says what happened, failures included.
 	status := appStatus(app, obs, metav1.NewTime(c.now()))
+	if newlyRefused(app.Status, status) {
+		c.recorder.Event(app, corev1.EventTypeWarning, appv1beta1.ReasonIngressHostRequired, ingressHostRequiredMessage)
+	}
 	if err := c.updateStatus(ctx, app, status); err != nil {
 		obs.errs = append(obs.errs, err)
 	}

@@ -48,6 +48,21 @@ func wantsIngress(svc *corev1.Service) bool {
 	return ok && v != "false"
 }
 
+// Reasons of the Warning events of a refused Service.
+const (
+	ReasonExternalName   = "ExternalNameService"
+	ReasonHostRequired   = "IngressHostRequired"
+	ReasonHostNotAllowed = "IngressHostNotAllowed"
+)
+
+// refusal is why a Service gets no Ingress by design, whatever its
+// annotations: the Ingress would route outside its namespace, serve a host
+// the administrator did not allow, or catch every request of its class. An
+// Ingress made for it earlier is deleted.
+type refusal struct{ reason, message string }
+
+func (r *refusal) Error() string { return r.message }
+
 // DesiredIngress is the Ingress the Service's annotations and opts describe,
 // as the controller applies it. An error means the Service cannot be served
 // as asked and says why.
@@ -62,6 +77,9 @@ func DesiredIngress(svc *corev1.Service, opts Options) (*networkingv1.Ingress, e
 // desiredIngress is every field of the Service's Ingress this controller
 // sets, and no other: a class left to the cluster is not set.
 func desiredIngress(svc *corev1.Service, opts Options) (*networkingv1ac.IngressApplyConfiguration, error) {
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return nil, &refusal{ReasonExternalName, fmt.Sprintf("the Service is of type ExternalName (%s): an Ingress to it would route outside the namespace", svc.Spec.ExternalName)}
+	}
 	if len(svc.Spec.Ports) == 0 {
 		return nil, fmt.Errorf("service has no ports to route to")
 	}
@@ -79,16 +97,21 @@ func desiredIngress(svc *corev1.Service, opts Options) (*networkingv1ac.IngressA
 	if host == "" && opts.DefaultDomain != "" {
 		host = fmt.Sprintf("%s.%s.%s", svc.Name, svc.Namespace, strings.TrimPrefix(opts.DefaultDomain, "."))
 	}
+	if host == "" {
+		return nil, &refusal{ReasonHostRequired, fmt.Sprintf("no host: set the annotation %s, or run the manager with --ingress-default-domain; "+
+			"an Ingress without a host would catch every request no other Ingress of its class matches", AnnotationHost)}
+	}
+	if err := allowHost(host, opts.AllowedHosts); err != nil {
+		return nil, &refusal{ReasonHostNotAllowed, err.Error()}
+	}
 	rule := networkingv1ac.IngressRule().
 		WithHTTP(networkingv1ac.HTTPIngressRuleValue().WithPaths(networkingv1ac.HTTPIngressPath().
 			WithPath("/").
 			WithPathType(pathType).
 			WithBackend(networkingv1ac.IngressBackend().WithService(networkingv1ac.IngressServiceBackend().
 				WithName(svc.Name).
-				WithPort(networkingv1ac.ServiceBackendPort().WithNumber(svc.Spec.Ports[0].Port))))))
-	if host != "" {
-		rule.WithHost(host)
-	}
+				WithPort(networkingv1ac.ServiceBackendPort().WithNumber(svc.Spec.Ports[0].Port)))))).
+		WithHost(host)
 	spec := networkingv1ac.IngressSpec().WithRules(rule)
 	class := opts.DefaultClass
 	if v, ok := svc.Annotations[AnnotationClass]; ok {
@@ -98,11 +121,7 @@ func desiredIngress(svc *corev1.Service, opts Options) (*networkingv1ac.IngressA
 		spec.WithIngressClassName(class)
 	}
 	if secret := svc.Annotations[AnnotationTLSSecret]; secret != "" {
-		tls := networkingv1ac.IngressTLS().WithSecretName(secret)
-		if host != "" {
-			tls.WithHosts(host)
-		}
-		spec.WithTLS(tls)
+		spec.WithTLS(networkingv1ac.IngressTLS().WithSecretName(secret).WithHosts(host))
 	}
 	return networkingv1ac.Ingress(svc.Name, svc.Namespace).
 		WithLabels(map[string]string{controller.ManagedByLabel: controller.ManagedByValue}).

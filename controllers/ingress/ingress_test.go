@@ -17,6 +17,7 @@ limitations under the License.
 package ingress
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -59,10 +60,21 @@ func TestDesiredIngress(t *testing.T) {
 		wantPath    networkingv1.PathType
 		wantTLS     string
 		wantErr     string
+		// wantRefusal is the reason of the refusal wantErr is, if one.
+		wantRefusal  string
+		externalName string
 	}{
 		{name: "defaults from flags", opts: Options{DefaultDomain: "example.com", DefaultClass: "nginx"}, ports: []int32{8080, 9090},
 			wantHost: "web.shop.example.com", wantClass: "nginx", wantPath: networkingv1.PathTypePrefix},
-		{name: "no domain, no class", ports: []int32{80}, wantPath: networkingv1.PathTypePrefix},
+		{name: "host annotation, no domain, no class", ports: []int32{80}, annotations: map[string]string{AnnotationHost: "shop.test"},
+			wantHost: "shop.test", wantPath: networkingv1.PathTypePrefix},
+		{name: "no host at all", ports: []int32{80}, wantErr: "no host", wantRefusal: ReasonHostRequired},
+		{name: "ExternalName", ports: []int32{80}, opts: Options{DefaultDomain: "example.com"}, externalName: "db.other.svc.cluster.local",
+			wantErr: "ExternalName (db.other.svc.cluster.local)", wantRefusal: ReasonExternalName},
+		{name: "host not allowed", ports: []int32{80}, opts: Options{DefaultDomain: "example.com", AllowedHosts: []string{"apps.example.com"}},
+			wantErr: `host "web.shop.example.com" is not allowed`, wantRefusal: ReasonHostNotAllowed},
+		{name: "host allowed", ports: []int32{80}, opts: Options{DefaultDomain: "apps.example.com", AllowedHosts: []string{"apps.example.com"}},
+			wantHost: "web.shop.apps.example.com", wantPath: networkingv1.PathTypePrefix},
 		{name: "annotations override flags", ports: []int32{80}, opts: Options{DefaultDomain: "example.com", DefaultClass: "nginx"},
 			annotations: map[string]string{AnnotationHost: "shop.test", AnnotationClass: "traefik", AnnotationPathType: "Exact", AnnotationTLSSecret: "shop-tls"},
 			wantHost:    "shop.test", wantClass: "traefik", wantPath: networkingv1.PathTypeExact, wantTLS: "shop-tls"},
@@ -72,10 +84,21 @@ func TestDesiredIngress(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := service(tc.annotations, tc.ports...)
+			if tc.externalName != "" {
+				svc.Spec.Type, svc.Spec.ExternalName = corev1.ServiceTypeExternalName, tc.externalName
+			}
 			ing, err := DesiredIngress(svc, tc.opts)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				gotReason := ""
+				var refused *refusal
+				if errors.As(err, &refused) {
+					gotReason = refused.reason
+				}
+				if gotReason != tc.wantRefusal {
+					t.Errorf("refusal reason = %q, want %q", gotReason, tc.wantRefusal)
 				}
 				return
 			}
@@ -162,5 +185,53 @@ func TestUpToDate(t *testing.T) {
 	delete(noLabel.Labels, controller.ManagedByLabel)
 	if upToDate(noLabel) {
 		t.Error("missing managed-by label not detected")
+	}
+}
+
+func TestAllowHost(t *testing.T) {
+	allowed := []string{"apps.example.com", "*.wild.example.com"}
+	for _, tc := range []struct {
+		host    string
+		allowed []string
+		want    string // "" is allowed, else part of the error
+	}{
+		{host: "anything.example.org"},
+		{host: "*.example.org", want: "--ingress-allowed-hosts is empty"},
+		{host: "apps.example.com", allowed: allowed},
+		{host: "shop.apps.example.com", allowed: allowed},
+		{host: "Shop.Apps.Example.com", allowed: allowed},
+		{host: "a.b.apps.example.com", allowed: allowed},
+		{host: "evilapps.example.com", allowed: allowed, want: `host "evilapps.example.com" is not allowed by --ingress-allowed-hosts (apps.example.com, *.wild.example.com)`},
+		{host: "example.com", allowed: allowed, want: "not allowed"},
+		{host: "apps.example.com.evil.org", allowed: allowed, want: "not allowed"},
+		{host: "*.apps.example.com", allowed: allowed, want: `wildcard host "*.apps.example.com" is not allowed: it needs an entry *.<domain>`},
+		// *.D: every host below D, wildcards included, not D itself.
+		{host: "shop.wild.example.com", allowed: allowed},
+		{host: "*.wild.example.com", allowed: allowed},
+		{host: "*.team.wild.example.com", allowed: allowed},
+		{host: "wild.example.com", allowed: allowed, want: "not allowed"},
+		{host: "*.example.com", allowed: allowed, want: "wildcard host"},
+		{host: "*.evilwild.example.com", allowed: allowed, want: "wildcard host"},
+	} {
+		err := allowHost(tc.host, tc.allowed)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("allowHost(%q, %v) = %v, want allowed", tc.host, tc.allowed, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("allowHost(%q, %v) = %v, want an error containing %q", tc.host, tc.allowed, err, tc.want)
+		}
+	}
+}
+
+func TestValidateAllowedHosts(t *testing.T) {
+	good := Options{Workers: 1, AllowedHosts: []string{"apps.example.com", "*.team.example.com", "internal"}}
+	if err := good.Validate(); err != nil {
+		t.Errorf("valid entries refused: %v", err)
+	}
+	bad := Options{Workers: 1, AllowedHosts: []string{"ok.example.com", "Apps.Example.com", "*", "*.*.example.com", "", "a.*.example.com"}}
+	err := bad.Validate()
+	want := `--ingress-allowed-hosts: "Apps.Example.com", "*", "*.*.example.com", "", "a.*.example.com": each entry is a lowercase DNS name`
+	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("Validate() = %v, want one line starting %q", err, want)
 	}
 }

@@ -17,7 +17,12 @@ limitations under the License.
 package ingress
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
@@ -37,8 +42,14 @@ type Options struct {
 	// ingress/class annotation; empty leaves the cluster default in charge.
 	DefaultClass string
 	// DefaultDomain gives the host <service>.<namespace>.<domain> when a
-	// Service has no ingress/host annotation; empty leaves the rule hostless.
+	// Service has no ingress/host annotation; empty leaves such a Service
+	// without an Ingress.
 	DefaultDomain string
+	// AllowedHosts bounds the hosts of the Ingresses (--ingress-allowed-hosts):
+	// an entry D allows D and every host below it, an entry *.D every host
+	// below D, wildcard hosts (*.X) included. Empty allows every host but
+	// wildcards.
+	AllowedHosts []string
 	// MaxRetries bounds a Service's consecutive failed reconciles before its key
 	// is dropped until an event; 0 is controller.DefaultMaxRetries. Not a
 	// flag: tests lower it to reach the bound quickly.
@@ -52,8 +63,49 @@ func DefaultOptions() Options {
 
 // Validate checks the options.
 func (o *Options) Validate() error {
+	var errs []error
 	if o.Workers < 1 {
-		return fmt.Errorf("--concurrent-ingress-syncs must be at least 1, got %d", o.Workers)
+		errs = append(errs, fmt.Errorf("--concurrent-ingress-syncs must be at least 1, got %d", o.Workers))
 	}
-	return nil
+	var bad []string
+	for _, entry := range o.AllowedHosts {
+		if len(validation.IsDNS1123Subdomain(strings.TrimPrefix(entry, "*."))) > 0 {
+			bad = append(bad, strconv.Quote(entry))
+		}
+	}
+	if len(bad) > 0 {
+		errs = append(errs, fmt.Errorf("--ingress-allowed-hosts: %s: each entry is a lowercase DNS name (apps.example.com: it and the hosts below it), "+
+			"or one after \"*.\" (*.apps.example.com: the hosts below it, wildcard hosts included)", strings.Join(bad, ", ")))
+	}
+	return errors.Join(errs...)
+}
+
+// allowHost says why host is not allowed under allowed, the entries of
+// --ingress-allowed-hosts, or nil when it is. Suffixes match on whole
+// labels: apps.example.com does not allow evilapps.example.com.
+func allowHost(host string, allowed []string) error {
+	host = strings.ToLower(host)
+	base, wildcard := strings.CutPrefix(host, "*.")
+	if len(allowed) == 0 {
+		if wildcard {
+			return fmt.Errorf("wildcard host %q is not allowed: --ingress-allowed-hosts is empty, which allows every host but wildcards", host)
+		}
+		return nil
+	}
+	below := func(name, domain string) bool { return strings.HasSuffix(name, "."+domain) }
+	for _, entry := range allowed {
+		domain, wildEntry := strings.CutPrefix(entry, "*.")
+		switch {
+		case wildcard && wildEntry && (base == domain || below(base, domain)):
+			return nil
+		case !wildcard && wildEntry && below(host, domain):
+			return nil
+		case !wildcard && !wildEntry && (host == domain || below(host, domain)):
+			return nil
+		}
+	}
+	if wildcard {
+		return fmt.Errorf("wildcard host %q is not allowed: it needs an entry *.<domain> in --ingress-allowed-hosts (%s)", host, strings.Join(allowed, ", "))
+	}
+	return fmt.Errorf("host %q is not allowed by --ingress-allowed-hosts (%s)", host, strings.Join(allowed, ", "))
 }

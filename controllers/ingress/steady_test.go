@@ -50,7 +50,9 @@ func convergedController(t testing.TB) (*Controller, *kubefake.Clientset, contro
 	kube := kubefake.NewClientset()
 	factory := kubeinformers.NewSharedInformerFactory(kube, 0)
 	services, ingresses := factory.Core().V1().Services(), factory.Networking().V1().Ingresses()
-	c, err := NewController(services, ingresses, kube, record.NewFakeRecorder(10), DefaultOptions())
+	opts := DefaultOptions()
+	opts.DefaultDomain = "apps.example.com" // the served Ingress's host
+	c, err := NewController(services, ingresses, kube, record.NewFakeRecorder(10), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -53,17 +54,21 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		if !found {
 			return controller.Result{}, nil
 		}
-		deleted, err := c.ingresses.Delete(ctx, svc, live)
-		if err != nil {
-			return controller.Result{}, c.writeFailed(svc, "delete", err)
-		}
-		if deleted {
-			c.recorder.Eventf(svc, corev1.EventTypeNormal, "DeletedIngress", "Deleted Ingress %s: the Service no longer asks for one", live.Name)
-		}
-		return controller.Result{}, nil
+		return controller.Result{}, c.deleteIngress(ctx, svc, live, "the Service no longer asks for one")
 	}
 
 	desired, err := desiredIngress(svc, c.opts)
+	var refused *refusal
+	if errors.As(err, &refused) {
+		// Refused whatever the Ingress's state: one made before the change
+		// (of the Service or of the flags) goes.
+		logger.V(2).Info("Refusing the Service an Ingress", "reason", refused.reason)
+		c.recorder.Eventf(svc, corev1.EventTypeWarning, refused.reason, "Not serving an Ingress: %s", refused.message)
+		if !found {
+			return controller.Result{}, nil
+		}
+		return controller.Result{}, c.deleteIngress(ctx, svc, live, refused.message)
+	}
 	if err != nil {
 		// Only an edit of the Service can fix this, and that edit requeues it.
 		logger.V(2).Info("Service cannot get an Ingress", "reason", err)
@@ -111,12 +116,18 @@ func (c *Controller) syncUncached(ctx context.Context, key controller.Key) error
 	case Wanted(svc):
 		return nil // the cache is behind: adding it requeues the Service
 	}
+	return c.deleteIngress(ctx, svc, live, "the Service no longer asks for one")
+}
+
+// deleteIngress deletes the Service's Ingress if the Service controls it,
+// and says why in a Normal event.
+func (c *Controller) deleteIngress(ctx context.Context, svc *corev1.Service, live *networkingv1.Ingress, why string) error {
 	deleted, err := c.ingresses.Delete(ctx, svc, live)
 	if err != nil {
 		return c.writeFailed(svc, "delete", err)
 	}
 	if deleted {
-		c.recorder.Eventf(svc, corev1.EventTypeNormal, "DeletedIngress", "Deleted Ingress %s: the Service no longer asks for one", live.Name)
+		c.recorder.Eventf(svc, corev1.EventTypeNormal, "DeletedIngress", "Deleted Ingress %s: %s", live.Name, why)
 	}
 	return nil
 }

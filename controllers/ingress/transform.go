@@ -30,8 +30,8 @@ import (
 const annotationPrefix = "ingress/"
 
 // TransformService cuts a Service down to what the controller reads: its
-// identity, its ingress/ annotations and, when it has any, its port
-// numbers. The informer holds only the Wanted Services, the ones with such
+// identity, its ingress/ annotations and, when it has any, its type and
+// port numbers. The informer holds only the Wanted Services, the ones with such
 // annotations; one that loses them passes here once more, on its way out.
 func TransformService(obj any) (any, error) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -62,6 +62,8 @@ func TransformService(obj any) (any, error) {
 		}
 	}
 	if lean.Annotations != nil {
+		// An ExternalName Service is refused: its type, and where it points for the Warning.
+		lean.Spec.Type, lean.Spec.ExternalName = svc.Spec.Type, svc.Spec.ExternalName
 		for _, p := range svc.Spec.Ports {
 			lean.Spec.Ports = append(lean.Spec.Ports, corev1.ServicePort{Name: p.Name, Port: p.Port})
 		}

@@ -51,6 +51,12 @@ func TestTransformServiceKeepsWhatTheControllerReads(t *testing.T) {
 	if *got.Spec.Rules[0].Host != *want.Spec.Rules[0].Host || got.OwnerReferences[0].UID == nil || *got.OwnerReferences[0].UID != "u" {
 		t.Errorf("the Ingress of the lean Service differs: %+v, want %+v", got, want)
 	}
+	external := svc.DeepCopy()
+	external.Spec.Type, external.Spec.ExternalName = corev1.ServiceTypeExternalName, "db.other.svc.cluster.local"
+	leanExternal, _ := TransformService(external)
+	if _, err := desiredIngress(leanExternal.(*corev1.Service), Options{DefaultDomain: "example.com"}); err == nil {
+		t.Error("the lean ExternalName Service is not refused: the transform dropped its type")
+	}
 	if lean.DeletionTimestamp == nil || lean.ResourceVersion != "7" || !wantsIngress(lean) {
 		t.Errorf("lost what sync reads: %+v", lean.ObjectMeta)
 	}

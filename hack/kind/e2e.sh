@@ -233,7 +233,14 @@ deploy() {
   k -n kube-system rollout status daemonset/nfs-stand-in --timeout=3m
   case "${E2E_INSTALL:-helm}" in
   helm) helm_install ;;
-  kustomize) KUBECONFIG="$KUBECONFIG_FILE" make --no-print-directory deploy IMG="$IMG" ;;
+  kustomize)
+    KUBECONFIG="$KUBECONFIG_FILE" make --no-print-directory deploy IMG="$IMG"
+    local arg args=""
+    for arg in "${DOMAIN_ARGS[@]}"; do
+      args+="{\"op\":\"add\",\"path\":\"/spec/template/spec/containers/0/args/-\",\"value\":\"$arg\"},"
+    done
+    k -n ndsl-system patch deployment controller-manager --type=json -p "[${args%,}]"
+    ;;
   *)
     log "E2E_INSTALL must be helm or kustomize, not $E2E_INSTALL"
     return 1
@@ -241,6 +248,11 @@ deploy() {
   esac
   k -n ndsl-system rollout status deployment/controller-manager --timeout=3m
 }
+
+# DOMAIN_ARGS give the Ingresses hosts, as an install that serves them has:
+# without one, the App sample (enable_ingress, by the defaulting webhook's
+# inversion) and the annotated Service would get no Ingress.
+DOMAIN_ARGS=(--app-ingress-domain=apps.e2e.test --ingress-default-domain=ingress.e2e.test)
 
 # helm_install: the chart into ndsl-system, as the README's helm install
 # does, with the e2e image; the namespace enforces PodSecurity restricted
@@ -251,7 +263,8 @@ helm_install() {
   k create namespace ndsl-system --dry-run=client -o yaml | k apply -f -
   k label namespace ndsl-system pod-security.kubernetes.io/enforce=restricted --overwrite
   "$helm" upgrade --install ndsl charts/controller-manager --kubeconfig "$KUBECONFIG_FILE" --namespace ndsl-system \
-    --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}"
+    --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}" \
+    --set "extraArgs={$(IFS=,; echo "${DOMAIN_ARGS[*]}")}"
 }
 stage "load images and deploy" deploy
 [[ ${KIND_UP:-} != 1 ]] || exit 0

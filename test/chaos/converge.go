@@ -125,7 +125,7 @@ func (s *snapshot) problems() []string {
 			c == nil || c.Status != metav1.ConditionTrue {
 			add("%s not Ready for generation %d: %s", name, app.Generation, describeConditions(app.Status.ObservedGeneration, app.Status.Conditions))
 		}
-		wantD, wantS, wantI, err := appcontroller.DesiredChildren(app, appcontroller.DefaultOptions())
+		wantD, wantS, wantI, err := appcontroller.DesiredChildren(app, appOptions())
 		if err != nil {
 			add("%s: %v", name, err)
 			continue
@@ -153,7 +153,7 @@ func (s *snapshot) problems() []string {
 		if !wants {
 			continue
 		}
-		want, err := ingress.DesiredIngress(svc, ingress.DefaultOptions())
+		want, err := ingress.DesiredIngress(svc, ingressOptions())
 		if err != nil {
 			add("%s: %v", name, err)
 			continue
@@ -316,4 +316,23 @@ func describeConditions(observed int64, conds []metav1.Condition) string {
 		parts = append(parts, fmt.Sprintf("%s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message))
 	}
 	return strings.Join(parts, " ")
+}
+
+// The managers' domains: without them Apps and annotated Services get no
+// Ingress (a hostless one would catch every request of its class).
+const (
+	appDomain     = "apps.chaos.test"
+	serviceDomain = "ingress.chaos.test"
+)
+
+func appOptions() appcontroller.Options {
+	o := appcontroller.DefaultOptions()
+	o.IngressDomain = appDomain
+	return o
+}
+
+func ingressOptions() ingress.Options {
+	o := ingress.DefaultOptions()
+	o.DefaultDomain = serviceDomain
+	return o
 }

@@ -169,6 +169,8 @@ func newSupervisor(launcher *framework.Launcher, kubeconfigs []string, cfg confi
 			// A deleted Pipelines' namespace (a fault) is the controller's to
 			// create again.
 			"--pipeline-create-namespaces=true",
+			"--app-ingress-domain=" + appDomain,
+			"--ingress-default-domain=" + serviceDomain,
 		}
 		if cfg.perController {
 			args = append(args, "--leader-elect-per-controller=true", "--standby=warm")

@@ -168,6 +168,11 @@ const (
 	// ReasonProgressDeadlineExceeded explains Progressing=False: the
 	// Deployment made no progress within its progressDeadlineSeconds.
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonIngressHostRequired explains Ready=False and Degraded=True: the
+	// App asks for an Ingress, and the manager has no --app-ingress-domain
+	// to give it a host. A hostless Ingress would catch every request no
+	// other Ingress of its class matches, so there is none.
+	ReasonIngressHostRequired = "IngressHostRequired"
 )
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

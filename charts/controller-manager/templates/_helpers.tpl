@@ -95,6 +95,9 @@ cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/controller-manager-webh
 {{- with .Values.pipeline.podSecurity }}
 - {{ printf "--pipeline-pod-security=%s" . | quote }}
 {{- end }}
+{{- with .Values.ingress.allowedHosts }}
+- {{ printf "--ingress-allowed-hosts=%s" (join "," .) | quote }}
+{{- end }}
 {{- if .Values.cleanup.enabled }}
 {{- with .Values.cleanup.interval }}
 - {{ printf "--cleanup-interval=%s" . | quote }}

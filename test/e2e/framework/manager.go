@@ -76,12 +76,15 @@ type WebhookBackends interface {
 }
 
 // SuiteArgs are the e2e suite's manager flags: leader election on with the
-// Lease in ManagerNamespace, the default shutdown timeout, verbose logs.
+// Lease in ManagerNamespace, the default shutdown timeout, verbose logs,
+// and domains giving the Ingresses hosts (hack/kind/e2e.sh's DOMAIN_ARGS).
 var SuiteArgs = []string{
 	"--leader-elect=true",
 	"--leader-elect-resource-namespace=" + ManagerNamespace,
 	"--shutdown-timeout=30s",
 	"-v=2",
+	"--app-ingress-domain=apps.e2e.test",
+	"--ingress-default-domain=ingress.e2e.test",
 }
 
 // NewLauncher returns a Launcher with no Args, serving HTTPS; set its

@@ -185,6 +185,21 @@ func TestChartPipelineValuesAreFlags(t *testing.T) {
 	}
 }
 
+// ingress.allowedHosts becomes --ingress-allowed-hosts; unset, no flag.
+func TestChartIngressValuesAreFlags(t *testing.T) {
+	objects := render(t, "ndsl-system", map[string]any{"ingress": map[string]any{
+		"allowedHosts": []any{"apps.example.com", "*.team.example.com"},
+	}})
+	o := parseArgs(t, deploymentOf(t, objects).Spec.Template.Spec.Containers[0].Args)
+	if want := []string{"apps.example.com", "*.team.example.com"}; !slices.Equal(o.Ingress.AllowedHosts, want) {
+		t.Errorf("--ingress-allowed-hosts %v, want %v", o.Ingress.AllowedHosts, want)
+	}
+	d := parseArgs(t, deploymentOf(t, render(t, "ndsl-system", nil)).Spec.Template.Spec.Containers[0].Args)
+	if len(d.Ingress.AllowedHosts) != 0 {
+		t.Errorf("default values: --ingress-allowed-hosts %v, want none", d.Ingress.AllowedHosts)
+	}
+}
+
 // The other knobs reach the Deployment.
 func TestChartDeploymentValues(t *testing.T) {
 	objects := render(t, "ndsl-system", map[string]any{

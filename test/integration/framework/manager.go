@@ -88,6 +88,10 @@ func RunManager(ctx context.Context, cfg *rest.Config, registry app.Registry, mu
 	opts.Generic.HTTPAddress = "127.0.0.1:0"
 	opts.Generic.SecureServing = false // the auth test turns it on
 	opts.Webhook.Enabled = false       // the webhook tests turn it on, each on its own port
+	// Domains, as an install that serves Ingresses has: without a host an
+	// annotated Service or an App gets no Ingress at all.
+	opts.Ingress.DefaultDomain = "ingress.test"
+	opts.App.IngressDomain = "apps.test"
 	if mutate != nil {
 		mutate(opts)
 	}

@@ -27,7 +27,8 @@ func bindAppFlags(o *appcontroller.Options, fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, "concurrent-app-syncs", o.Workers,
 		"Apps reconciled at once by the app controller.")
 	fs.StringVar(&o.IngressDomain, "app-ingress-domain", o.IngressDomain,
-		"Domain giving an App's Ingress the host <app>.<namespace>.<domain>; empty leaves the rule without a host and the App without a URL.")
+		"Domain giving an App's Ingress the host <app>.<namespace>.<domain>; empty refuses every App an Ingress "+
+			"(one without a host would catch every request of its class): such an App reports Ready=False and Degraded=True, reason IngressHostRequired.")
 	fs.StringVar(&o.IngressClass, "app-ingress-class", o.IngressClass,
 		"Ingress class of the Apps' Ingresses; empty uses the cluster's default class.")
 }

@@ -28,5 +28,11 @@ func bindIngressFlags(o *ingress.Options, fs *pflag.FlagSet) {
 	fs.StringVar(&o.DefaultClass, "ingress-default-class", o.DefaultClass,
 		"Ingress class for Services without an ingress/class annotation; empty uses the cluster's default class.")
 	fs.StringVar(&o.DefaultDomain, "ingress-default-domain", o.DefaultDomain,
-		"Domain giving the host <service>.<namespace>.<domain> for Services without an ingress/host annotation; empty leaves the rule without a host.")
+		"Domain giving the host <service>.<namespace>.<domain> for Services without an ingress/host annotation; empty refuses such a Service an Ingress "+
+			"(one without a host would catch every request of its class).")
+	fs.StringSliceVar(&o.AllowedHosts, "ingress-allowed-hosts", o.AllowedHosts,
+		"Hosts the Ingresses may serve, a comma-separated list of suffixes: apps.example.com allows it and every host below it "+
+			"(shop.apps.example.com, not evilapps.example.com); *.apps.example.com allows every host below it, wildcard hosts "+
+			"(*.apps.example.com, *.team.apps.example.com) included. Empty allows every host but wildcards. "+
+			"A Service outside gets no Ingress and a Warning event (IngressHostNotAllowed).")
 }
