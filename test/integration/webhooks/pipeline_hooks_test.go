@@ -43,7 +43,7 @@ const pipelineNamespace = "pipeline"
 // the requester's rights with access, as the manager's does.
 func registerPipelineWebhooks(s *webhook.Server, access *webhook.AccessReviewer) {
 	s.HandleAdmission(webhook.PathValidatePipelines, "pipeline-validation", pipelinecontroller.Validator{
-		DefaultNamespace: pipelineNamespace, Access: access,
+		DefaultNamespace: pipelineNamespace, AllowedNamespaces: []string{pipelinecontroller.AnyNamespace}, Access: access,
 	})
 	s.HandleConversion(webhook.PathConvertPipelines, "pipeline-conversion", pipelineconversion.Converter{})
 	s.HandleAdmission(pathValidatePipelinesAllowlist, "pipeline-validation-allowlist",
