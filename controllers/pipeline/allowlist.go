@@ -150,6 +150,22 @@ func validateAllowedImages(prefixes []string) error {
 
 func validateImagePrefix(prefix string) error {
 	repo := strings.TrimSuffix(prefix, "/")
+	if strings.HasSuffix(prefix, "/") && repo != "" {
+		// A registry or an organisation under one (docker.io/library/,
+		// quay.io/team/): what the kubelet makes of a repository below it.
+		named, err := reference.ParseNormalizedNamed(repo + "/x")
+		switch {
+		case err != nil:
+			return fmt.Errorf("%q is not a repository prefix: %v", prefix, err)
+		case reference.Domain(named) == repo || named.Name() == repo+"/x":
+			return nil
+		case strings.Contains(repo, "/") || strings.ContainsAny(repo, ".:") || repo == "localhost":
+			return fmt.Errorf("%q is not written as the kubelet resolves it; write %q", prefix, strings.TrimSuffix(named.Name(), "x"))
+		}
+		// One bare name: a registry without a dot, or a Docker Hub
+		// organisation; neither is what the user can mean unambiguously.
+		return fmt.Errorf("%q is neither a registry (registry.example.com/) nor an organisation with its registry (docker.io/%s/)", prefix, repo)
+	}
 	if !strings.Contains(repo, "/") {
 		// A registry alone: it must read as one, with a path after it.
 		named, err := reference.ParseNormalizedNamed(repo + "/x")

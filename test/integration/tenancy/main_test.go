@@ -65,10 +65,8 @@ const (
 	// nfsServer and nfsExport are what the NFS allowlist allows.
 	nfsServer = "192.0.2.10"
 	nfsExport = "/exports"
-	// allowedImages is the image allowlist: Docker Hub. (docker.io/library/,
-	// the narrower choice, is refused by the flag's validation today: it
-	// reads as the repository docker.io/library/library.)
-	allowedImages = "docker.io/"
+	// allowedImages is the image allowlist: Docker Hub's official images.
+	allowedImages = "docker.io/library/"
 	// stepImage passes the image allowlist.
 	stepImage = "docker.io/library/nginx:1.27"
 	// node is the kwok node the pods run on.
