@@ -26,6 +26,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -162,7 +163,9 @@ func (w *world) createLoad(ctx context.Context, r *rand.Rand) error {
 		w.svcNamespaces = append(w.svcNamespaces, fmt.Sprintf("%s%d", serviceNamespacePrefix, i))
 	}
 	for _, ns := range append(append([]string{pipelineNamespace}, w.appNamespaces...), w.svcNamespaces...) {
-		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		// The install made the Pipelines' namespace already (manifests/pipeline-namespace).
+		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !(ns == pipelineNamespace && apierrors.IsAlreadyExists(err)) {
 			return err
 		}
 		// Bystanders: a user's Deployment, Service and Ingress beside the
