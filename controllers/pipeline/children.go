@@ -30,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -113,7 +114,8 @@ func targetNamespace(p *pipelinev1beta1.Pipeline, defaultNamespace string) strin
 // step pods at level.
 func desiredChildren(p *pipelinev1beta1.Pipeline, namespace string, level PodSecurityLevel) children {
 	c := children{
-		volume: desiredPersistentVolume(p, namespace),
+		// The claim's UID is known once the claim exists: sync adds it.
+		volume: desiredPersistentVolume(p, namespace, ""),
 		claim:  desiredPersistentVolumeClaim(p, namespace),
 	}
 	for i := range p.Spec.Steps {
@@ -134,12 +136,17 @@ func desiredNamespace(name string) *corev1.Namespace {
 }
 
 // desiredPersistentVolume is the NFS volume holding the models, the share's
-// sub-directory named after the Pipeline. It is pre-bound to the claim
-// (claimRef) so that no other claim can take it, and Retain keeps the models
-// when the Pipeline goes.
-func desiredPersistentVolume(p *pipelinev1beta1.Pipeline, namespace string) *corev1ac.PersistentVolumeApplyConfiguration {
+// sub-directory named after the Pipeline. It is pre-bound to the claim whose
+// UID is claimUID (claimRef): by name alone, the binder would bind it to
+// any claim of that name, another team's made before it, or one made after
+// the Pipeline's is gone. Retain keeps the models when the Pipeline goes.
+func desiredPersistentVolume(p *pipelinev1beta1.Pipeline, namespace string, claimUID types.UID) *corev1ac.PersistentVolumeApplyConfiguration {
 	name := storageName(p, namespace)
 	ms := &p.Spec.ModelStorage
+	claimRef := corev1ac.ObjectReference().WithNamespace(namespace).WithName(name)
+	if claimUID != "" {
+		claimRef.WithUID(claimUID)
+	}
 	return corev1ac.PersistentVolume(name).
 		WithLabels(storageLabels(p)).
 		WithOwnerReferences(controllerRef(p)).
@@ -148,7 +155,7 @@ func desiredPersistentVolume(p *pipelinev1beta1.Pipeline, namespace string) *cor
 			WithAccessModes(corev1.ReadWriteMany).
 			WithPersistentVolumeReclaimPolicy(corev1.PersistentVolumeReclaimRetain).
 			WithVolumeMode(corev1.PersistentVolumeFilesystem).
-			WithClaimRef(corev1ac.ObjectReference().WithNamespace(namespace).WithName(name)).
+			WithClaimRef(claimRef).
 			WithCSI(corev1ac.CSIPersistentVolumeSource().
 				WithDriver(CSIDriver).
 				// csi-driver-nfs's ID format, {server}#{share}#{subDir}#{uuid}:

@@ -247,7 +247,7 @@ func TestDesiredService(t *testing.T) {
 
 func TestDesiredStorage(t *testing.T) {
 	p := samplePipeline()
-	pv := mustTyped[corev1.PersistentVolume](desiredPersistentVolume(p, "ns"))
+	pv := mustTyped[corev1.PersistentVolume](desiredPersistentVolume(p, "ns", "claim-uid"))
 	pvc := mustTyped[corev1.PersistentVolumeClaim](desiredPersistentVolumeClaim(p, "ns"))
 	if pv.Name != pvc.Name || pvc.Namespace != "ns" || pv.Namespace != "" {
 		t.Fatalf("PV %q, PVC %s/%s: want one name, the claim in ns", pv.Name, pvc.Namespace, pvc.Name)
@@ -278,8 +278,8 @@ func TestDesiredStorage(t *testing.T) {
 	if q := pv.Spec.Capacity[corev1.ResourceStorage]; q.String() != "10Gi" {
 		t.Errorf("capacity = %s", q.String())
 	}
-	if ref := pv.Spec.ClaimRef; ref == nil || ref.Namespace != "ns" || ref.Name != pvc.Name {
-		t.Errorf("claimRef = %+v, want the claim", ref)
+	if ref := pv.Spec.ClaimRef; ref == nil || ref.Namespace != "ns" || ref.Name != pvc.Name || ref.UID != "claim-uid" {
+		t.Errorf("claimRef = %+v, want the claim, by UID", ref)
 	}
 	if pvc.Spec.VolumeName != pv.Name || ptr.Deref(pvc.Spec.StorageClassName, "nil") != "" ||
 		len(pvc.Spec.AccessModes) != 1 || pvc.Spec.AccessModes[0] != corev1.ReadWriteMany {

@@ -177,10 +177,10 @@ func TestServiceDrift(t *testing.T) {
 
 func TestStorageDrift(t *testing.T) {
 	p := samplePipeline()
-	pv := desiredPersistentVolume(p, "ns")
+	pv := desiredPersistentVolume(p, "ns", "claim-uid")
 	live := mustTyped[corev1.PersistentVolume](pv)
 	// The binder completes the claim reference; the finalizer and phase are not ours.
-	live.Spec.ClaimRef.UID, live.Spec.ClaimRef.Kind, live.Spec.ClaimRef.APIVersion = "claim-uid", "PersistentVolumeClaim", "v1"
+	live.Spec.ClaimRef.Kind, live.Spec.ClaimRef.APIVersion, live.Spec.ClaimRef.ResourceVersion = "PersistentVolumeClaim", "v1", "7"
 	live.Finalizers = []string{"kubernetes.io/pv-protection"}
 	live.Status.Phase = corev1.VolumeBound
 	live.Spec.Capacity[corev1.ResourceStorage] = resource.MustParse("10240Mi") // same quantity, other spelling
@@ -196,6 +196,22 @@ func TestStorageDrift(t *testing.T) {
 	stolen.Spec.ClaimRef.Name = "someone-elses-claim"
 	if upToDate(t, pv, stolen) {
 		t.Error("a claim reference to another claim not detected")
+	}
+	stale := live.DeepCopy()
+	stale.Spec.ClaimRef.UID = "deleted-claim-uid"
+	if upToDate(t, pv, stale) {
+		t.Error("a claim reference to an earlier claim of the name not detected: the claim made again would never bind")
+	}
+	// A volume written before the UID was desired, which the binder bound
+	// to the claim since, is as desired: no write, no rebind.
+	older := live.DeepCopy()
+	entry, err := controller.AppliedEntry(desiredPersistentVolume(p, "ns", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	older.ManagedFields = []metav1.ManagedFieldsEntry{entry}
+	if !upToDate(t, pv, older) {
+		t.Error("a volume bound by the binder before the UID was desired counted as drift")
 	}
 
 	pvc := desiredPersistentVolumeClaim(p, "ns")

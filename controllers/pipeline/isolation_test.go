@@ -44,8 +44,8 @@ func TestStorageNameHashHas64Bits(t *testing.T) {
 // different CSI volume handles.
 func TestVolumeHandleIsUniquePerVolume(t *testing.T) {
 	p := samplePipeline()
-	old := mustTyped[corev1.PersistentVolume](desiredPersistentVolume(p, "ns"))
-	moved := mustTyped[corev1.PersistentVolume](desiredPersistentVolume(p, "other"))
+	old := mustTyped[corev1.PersistentVolume](desiredPersistentVolume(p, "ns", "claim-uid"))
+	moved := mustTyped[corev1.PersistentVolume](desiredPersistentVolume(p, "other", "claim-uid"))
 	if old.Spec.CSI.VolumeHandle == moved.Spec.CSI.VolumeHandle {
 		t.Errorf("PVs %s and %s share the volume handle %q", old.Name, moved.Name, old.Spec.CSI.VolumeHandle)
 	}
@@ -112,7 +112,7 @@ func TestMountBlocker(t *testing.T) {
 	p := samplePipeline()
 	name := storageName(p, "ns")
 	ours := func() observed {
-		pv := mustTyped[corev1.PersistentVolume](desiredPersistentVolume(p, "ns"))
+		pv := mustTyped[corev1.PersistentVolume](desiredPersistentVolume(p, "ns", "claim-uid"))
 		pvc := mustTyped[corev1.PersistentVolumeClaim](desiredPersistentVolumeClaim(p, "ns"))
 		pvc.UID = "claim-uid"
 		return observed{namespace: "ns", volume: pv, claim: pvc}
@@ -123,8 +123,8 @@ func TestMountBlocker(t *testing.T) {
 		mutate func(o *observed)
 		want   string
 	}{
-		{"ours, pre-bound", func(*observed) {}, ""},
-		{"ours, bound", func(o *observed) { o.volume.Spec.ClaimRef.UID = "claim-uid" }, ""},
+		{"ours", func(*observed) {}, ""},
+		{"the volume is reserved by name only", func(o *observed) { o.volume.Spec.ClaimRef.UID = "" }, "is not reserved for"},
 		{"another's claim on the name", func(o *observed) {
 			o.claim, o.claimErr = nil, controller.NewNotOwnedError("PersistentVolumeClaim", foreign)
 		}, "PersistentVolumeClaim ns/" + name + " exists and is not ours"},

@@ -148,6 +148,9 @@ func storageCondition(obs observed, s *pipelinev1beta1.StorageStatus) metav1.Con
 	cond := metav1.Condition{Type: pipelinev1beta1.ConditionStorageReady, Status: metav1.ConditionFalse, Reason: pipelinev1beta1.ReasonPending}
 	claim := fmt.Sprintf("PersistentVolumeClaim %s/%s", obs.namespace, s.PVCName)
 	switch {
+	// The claim is written first: what blocks it is what the storage waits for.
+	case obs.claim == nil && obs.claimErr != nil:
+		cond.Message = absent(claim, obs.claimErr)
 	case obs.volume == nil:
 		cond.Message = absent("PersistentVolume "+s.PVName, obs.volumeErr)
 	case obs.claim == nil:

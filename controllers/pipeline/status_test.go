@@ -123,6 +123,16 @@ func TestComputeStatus(t *testing.T) {
 			"StorageReady": {"False", "is not controlled by this Pipeline"}, "Degraded": {"True", "PersistentVolume theirs"},
 		},
 	}, {
+		name: "an unowned PersistentVolumeClaim: no volume is written for it",
+		change: func(obs *observed) {
+			err := &controller.NotOwnedError{Kind: "PersistentVolumeClaim", Namespace: "ns", Name: "theirs"}
+			obs.volume, obs.claim, obs.claimErr = nil, nil, err
+			obs.conflicts = append(obs.conflicts, err)
+		},
+		want: map[string][2]string{
+			"StorageReady": {"False", "is not controlled by this Pipeline"}, "Degraded": {"True", "PersistentVolumeClaim ns/theirs"},
+		},
+	}, {
 		name:   "a step without its Service",
 		change: func(obs *observed) { obs.steps[1].service = nil },
 		want: map[string][2]string{

@@ -94,25 +94,25 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		}
 	}
 
-	obs.volume, obs.volumeErr = syncChild(ctx, c, p, &obs, c.volumes, want.volume)
-	record(obs.volumeErr)
-
 	namespaceReady, err := c.ensureNamespace(ctx, p, namespace)
 	record(err)
-	// The claim binds by name to the volume: it is written only once that
-	// volume is the Pipeline's.
-	if namespaceReady && obs.volume != nil {
+	// The claim first, then the volume reserved for it by UID: the binder
+	// binds a volume reserved by name only to any claim of that name, such
+	// as another team's made before. A claim that is not the Pipeline's
+	// gets no volume; a volume that is not gets no claim, which would bind
+	// to it by name.
+	obs.volume, obs.volumeErr = c.cachedVolume(p, *want.volume.GetName())
+	if namespaceReady && obs.volumeErr == nil {
 		obs.claim, obs.claimErr = syncChild(ctx, c, p, &obs, c.claims, want.claim)
 		record(obs.claimErr)
 	}
-	if obs.volume != nil && obs.claim != nil {
-		// A claim created again finds the volume reserved for the old one.
-		volume, err := c.releaseStaleClaimRef(ctx, p, obs.volume, obs.claim)
-		record(err)
-		if err == nil {
-			obs.volume = volume
-		}
+	if obs.claim != nil && obs.claim.DeletionTimestamp == nil {
+		// A claim created again (its namespace was) moves the volume to
+		// its own UID; the binder binds them then.
+		want.volume = desiredPersistentVolume(p, namespace, obs.claim.UID)
+		obs.volume, obs.volumeErr = syncChild(ctx, c, p, &obs, c.volumes, want.volume)
 	}
+	record(obs.volumeErr)
 	storageBlocker := mountBlocker(p, namespace, *want.claim.GetName(), obs)
 	obs.steps = make([]observedStep, len(p.Spec.Steps))
 	for i, step := range p.Spec.Steps {

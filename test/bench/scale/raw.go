@@ -169,11 +169,14 @@ func rawPipelines(ctx context.Context, c *cluster, cfg config, n int) (rawResult
 			return fmt.Errorf("creating Pipeline: %w", err)
 		}
 		children := rawPipelineChildren(p)
+		// The claim first, and the volume reserved for it by UID, as the controller does.
+		claim, err := c.kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, children.claim, create)
+		if err != nil {
+			return fmt.Errorf("creating PersistentVolumeClaim: %w", err)
+		}
+		children.volume.Spec.ClaimRef.UID = claim.UID
 		if _, err := c.kube.CoreV1().PersistentVolumes().Create(ctx, children.volume, create); err != nil {
 			return fmt.Errorf("creating PersistentVolume: %w", err)
-		}
-		if _, err := c.kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, children.claim, create); err != nil {
-			return fmt.Errorf("creating PersistentVolumeClaim: %w", err)
 		}
 		for s := range children.deployments {
 			if _, err := c.kube.AppsV1().Deployments(ns).Create(ctx, children.deployments[s], create); err != nil {

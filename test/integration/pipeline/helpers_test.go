@@ -271,6 +271,10 @@ func checkChildren(t *testing.T, kube kubernetes.Interface, p *pipelinev1beta1.P
 	if pvc.Spec.VolumeName != pv.Name || ptr.Deref(pvc.Spec.StorageClassName, "<nil>") != "" {
 		t.Errorf("PVC volumeName %q class %v; want %q and \"\"", pvc.Spec.VolumeName, pvc.Spec.StorageClassName, pv.Name)
 	}
+	// Reserved for this claim by UID: no other claim of its name binds it.
+	if ref := pv.Spec.ClaimRef; ref == nil || ref.Namespace != namespace || ref.Name != pvc.Name || ref.UID != pvc.UID {
+		t.Errorf("PV claimRef = %+v, want %s/%s uid %s", ref, namespace, pvc.Name, pvc.UID)
+	}
 
 	if len(p.Status.Steps) != len(p.Spec.Steps) {
 		t.Fatalf("status.steps = %+v", p.Status.Steps)

@@ -21,6 +21,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -93,6 +94,117 @@ func TestForeignClaimBlocksTheSteps(t *testing.T) {
 		return false, fmt.Errorf("%s", describeStatus(p))
 	})
 	checkChildren(t, e.kube, e.get(p.Name), ns)
+}
+
+// Another team's claim on the storage name that the Pipeline's volume would
+// fit (no storage class, a size and access mode the volume satisfies) gets
+// no volume of the Pipeline's: none is written while a claim the Pipeline
+// does not control holds the name, and the volume written once it goes is
+// reserved for the Pipeline's own claim by UID.
+func TestForeignClaimGetsNoVolume(t *testing.T) {
+	ctx := context.Background()
+	e := setup(t, nil)
+	ns := framework.CreateNamespace(t, e.kube)
+	if err := cp.CreateFakeNodes(ctx, "claim-squat-node"); err != nil {
+		t.Fatal(err)
+	}
+	p := newPipeline("claim-squat", ns, step("a", "claim-squat-node"))
+	_, claim, _, _ := pipeline.DesiredChildren(p, ns)
+	foreign, err := e.kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: claim.Name, Labels: map[string]string{"team": "other"}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			StorageClassName: ptr.To(""),
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every version of every volume, from before the Pipeline exists.
+	w, err := e.kube.CoreV1().PersistentVolumes().Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	var boundToForeign []string
+	go func() {
+		for ev := range w.ResultChan() {
+			if pv, ok := ev.Object.(*corev1.PersistentVolume); ok && pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.UID == foreign.UID {
+				mu.Lock()
+				boundToForeign = append(boundToForeign, fmt.Sprintf("%s (controller %v, phase %s)", pv.Name, metav1.GetControllerOf(pv), pv.Status.Phase))
+				mu.Unlock()
+			}
+		}
+	}()
+	violations := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(boundToForeign)
+	}
+
+	p = e.create(p)
+	e.waitCondition(p.Name, pipelinev1beta1.ConditionDegraded, metav1.ConditionTrue,
+		"PersistentVolumeClaim "+ns+"/"+claim.Name+" exists and is not ours")
+	// The PV binder binds a claim when it syncs it (on a change, or its
+	// periodic resync): once it has synced the foreign claim again since,
+	// it has judged every volume the Pipeline wrote until then.
+	synced := failedBindings(ctx, t, e, foreign)
+	framework.Eventually(t, timeout, "the PV binder to sync the foreign claim again", func(ctx context.Context) (bool, error) {
+		if len(violations()) > 0 {
+			return true, nil
+		}
+		n, err := failedBindingCount(ctx, e, foreign)
+		return n > synced, err
+	})
+	if v := violations(); len(v) > 0 {
+		t.Fatalf("a volume was bound to the other team's claim %s/%s: %v", ns, foreign.Name, v)
+	}
+	volumes, err := e.kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pv := range volumes.Items {
+		if metav1.IsControlledBy(&pv, p) {
+			t.Errorf("PersistentVolume %s was written while the claim of its name is not the Pipeline's (claimRef %+v)", pv.Name, pv.Spec.ClaimRef)
+		}
+	}
+
+	if err := e.kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, foreign.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	converged := e.ready(p.Name)
+	checkChildren(t, e.kube, converged, ns)
+	if v := violations(); len(v) > 0 {
+		t.Errorf("a volume was bound to the other team's claim %s/%s: %v", ns, foreign.Name, v)
+	}
+}
+
+// failedBindingCount is how often the PV binder found no volume for claim:
+// each sync of a claim with no storage class and no volume to bind says so
+// in an Event (aggregated: its count grows).
+func failedBindingCount(ctx context.Context, e *env, claim *corev1.PersistentVolumeClaim) (int32, error) {
+	events, err := e.kube.CoreV1().Events(claim.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.uid=" + string(claim.UID) + ",reason=FailedBinding",
+	})
+	if err != nil {
+		return 0, err
+	}
+	var n int32
+	for _, ev := range events.Items {
+		n += max(ev.Count, 1)
+	}
+	return n, nil
+}
+
+func failedBindings(ctx context.Context, t *testing.T, e *env, claim *corev1.PersistentVolumeClaim) int32 {
+	t.Helper()
+	n, err := failedBindingCount(ctx, e, claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // shortStorageName is the storage name the manager gave before issue 35:

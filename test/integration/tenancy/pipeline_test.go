@@ -79,11 +79,13 @@ func preClaimedStorage(t *testing.T, volumeName string) {
 			VolumeName:       volumeName,
 		},
 	}
-	if _, err := teamB.kube.CoreV1().PersistentVolumeClaims(sharedNamespace).Create(ctx, squat, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("team B pre-creating claim %s: %v", squat.Name, err)
+	squat, err := teamB.kube.CoreV1().PersistentVolumeClaims(sharedNamespace).Create(ctx, squat, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("team B pre-creating claim %s: %v", claim.Name, err)
 	}
 	victim = createPipeline(t, teamA, victim)
 
+	var syncedBefore int32 = -1
 	harmlessOnceObserved(t, func(ctx context.Context) (bool, error) {
 		// Observed, and the PV binder has judged every volume of A's.
 		if ok, err := pipelineObserved(ctx, victim.Name); !ok || err != nil {
@@ -98,8 +100,38 @@ func preClaimedStorage(t *testing.T, volumeName string) {
 				return false, nil
 			}
 		}
-		return true, nil
+		if volumeName != "" {
+			return true, nil // B's claim is bound to B's volume already
+		}
+		// B's unbound claim takes a volume when the binder syncs it (on a
+		// change or its periodic resync): once more after A's was observed.
+		n, err := failedBindings(ctx, squat)
+		switch {
+		case err != nil:
+			return false, err
+		case syncedBefore < 0:
+			syncedBefore = n
+			return false, nil
+		}
+		return n > syncedBefore, nil
 	}, func(ctx context.Context) error { return mountsOnlyOwnStorage(ctx, sharedNamespace, victim.UID) })
+}
+
+// failedBindings is how often the PV binder found no volume for claim: each
+// sync of a claim with no storage class and no volume says so in an Event
+// (aggregated: its count grows).
+func failedBindings(ctx context.Context, claim *corev1.PersistentVolumeClaim) (int32, error) {
+	events, err := admin.kube.CoreV1().Events(claim.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.uid=" + string(claim.UID) + ",reason=FailedBinding",
+	})
+	if err != nil {
+		return 0, err
+	}
+	var n int32
+	for _, ev := range events.Items {
+		n += max(ev.Count, 1)
+	}
+	return n, nil
 }
 
 // mountsOnlyOwnStorage reports a step Deployment of the Pipeline uid that
