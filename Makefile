@@ -55,9 +55,10 @@ generate: ## Regenerate clients, listers, informers, apply configurations, CRDs,
 	hack/boilerplate.sh
 
 .PHONY: verify
-verify: ## gofmt, the license header, go vet and generated code (docs/api-reference.md included) up to date.
+verify: ## gofmt, the license header, no binaries or files over 1 MB in git, go vet and generated code (docs/api-reference.md included) up to date.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	hack/boilerplate.sh --verify
+	hack/verify-tracked-files.sh
 	go vet ./...
 	hack/verify-codegen.sh
 
