@@ -20,10 +20,15 @@ app.kubernetes.io/name: ndsl-controller-manager
 app.kubernetes.io/component: controller-manager
 {{- end }}
 
+{{/* The manager's ServiceAccount: the chart's, or one of the user's (serviceAccount.create false). */}}
+{{- define "cm.serviceAccountName" -}}
+{{ .Values.serviceAccount.name | default "controller-manager" }}
+{{- end }}
+
 {{/* The manager's ServiceAccount as a binding subject. */}}
 {{- define "cm.subject" -}}
 - kind: ServiceAccount
-  name: controller-manager
+  name: {{ include "cm.serviceAccountName" . }}
   namespace: {{ .Release.Namespace }}
 {{- end }}
 
