@@ -17,11 +17,17 @@ limitations under the License.
 package chart
 
 import (
+	"context"
 	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // managerBindings are the bindings whose subjects name the ServiceAccount
@@ -91,4 +97,57 @@ func TestChartServiceAccount(t *testing.T) {
 func podOf(t *testing.T, values map[string]any) corev1.PodSpec {
 	t.Helper()
 	return deploymentOf(t, render(t, "ndsl-system", values)).Spec.Template.Spec
+}
+
+// Issue 37: the default pod fixes no UID (OpenShift's restricted SCC refuses
+// a fixed one) and still passes PodSecurity restricted, which the real API
+// server's admission checks; runAsNonRoot holds because the image's USER is
+// numeric and not root. Both security contexts take overrides.
+func TestChartSecurityContexts(t *testing.T) {
+	pod := podOf(t, nil)
+	psc, sc := pod.SecurityContext, pod.Containers[0].SecurityContext
+	if psc == nil || sc == nil || !ptr.Deref(psc.RunAsNonRoot, false) {
+		t.Fatalf("default security contexts %+v, %+v: want runAsNonRoot", psc, sc)
+	}
+	if psc.RunAsUser != nil || psc.RunAsGroup != nil || sc.RunAsUser != nil || sc.RunAsGroup != nil {
+		t.Errorf("default security contexts fix a UID or GID: %+v, %+v", psc, sc)
+	}
+	dockerfile, err := os.ReadFile(filepath.Join(repoRoot(t), "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := regexp.MustCompile(`(?m)^USER\s+(\S+)`).FindAllStringSubmatch(string(dockerfile), -1)
+	if len(users) == 0 || !regexp.MustCompile(`^[1-9][0-9]*(:[0-9]+)?$`).MatchString(users[len(users)-1][1]) {
+		t.Errorf("the image's USER %v is not a numeric non-root UID, which runAsNonRoot without runAsUser needs", users)
+	}
+
+	ctx := context.Background()
+	ns, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		GenerateName: "restricted-", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cp.Client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+	if _, err := cp.Client.CoreV1().ServiceAccounts(ns.Name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: pod.ServiceAccountName}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Client.CoreV1().Pods(ns.Name).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "controller-manager-"}, Spec: pod},
+		metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Errorf("the default pod does not pass PodSecurity restricted: %v", err)
+	}
+
+	// Overrides merge into the defaults; null drops a default.
+	pod = podOf(t, map[string]any{
+		"podSecurityContext": map[string]any{"runAsUser": 1000, "fsGroup": 2000, "seccompProfile": nil},
+		"securityContext":    map[string]any{"readOnlyRootFilesystem": false},
+	})
+	psc, sc = pod.SecurityContext, pod.Containers[0].SecurityContext
+	if ptr.Deref(psc.RunAsUser, 0) != 1000 || ptr.Deref(psc.FSGroup, 0) != 2000 || !ptr.Deref(psc.RunAsNonRoot, false) || psc.SeccompProfile != nil {
+		t.Errorf("podSecurityContext %+v: want runAsUser 1000, fsGroup 2000, runAsNonRoot and no seccompProfile", psc)
+	}
+	if ptr.Deref(sc.ReadOnlyRootFilesystem, true) || ptr.Deref(sc.AllowPrivilegeEscalation, true) || sc.Capabilities == nil {
+		t.Errorf("securityContext %+v: want a writable root filesystem and the other defaults", sc)
+	}
 }
