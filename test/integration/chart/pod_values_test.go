@@ -151,3 +151,62 @@ func TestChartSecurityContexts(t *testing.T) {
 		t.Errorf("securityContext %+v: want a writable root filesystem and the other defaults", sc)
 	}
 }
+
+// podExtras sets every pod-level value of issue 37, part 5.4.
+var podExtras = map[string]any{
+	"priorityClassName": "platform-critical",
+	"topologySpreadConstraints": []any{map[string]any{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
+		"labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "ndsl-controller-manager"}}}},
+	"podLabels":         map[string]any{"team": "platform"},
+	"podAnnotations":    map[string]any{"example.com/scrape": "false"},
+	"extraEnv":          []any{map[string]any{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}},
+	"extraVolumes":      []any{map[string]any{"name": "corp-ca", "configMap": map[string]any{"name": "corp-ca"}}},
+	"extraVolumeMounts": []any{map[string]any{"name": "corp-ca", "mountPath": "/etc/ssl/certs/corp-ca.crt", "subPath": "ca.crt", "readOnly": true}},
+}
+
+// Issue 37: priorityClassName, topologySpreadConstraints, podLabels,
+// podAnnotations, extraEnv, extraVolumes and extraVolumeMounts reach the
+// pod, beside (not instead of) the chart's own labels, volumes and mounts.
+func TestChartPodExtras(t *testing.T) {
+	for _, certificates := range []string{"self", "cert-manager"} {
+		t.Run(certificates, func(t *testing.T) {
+			objects := render(t, "ndsl-system", withValues(podExtras, map[string]any{"webhooks": map[string]any{"certificates": certificates}}))
+			d := deploymentOf(t, objects)
+			pod, c := d.Spec.Template.Spec, d.Spec.Template.Spec.Containers[0]
+			if pod.PriorityClassName != "platform-critical" {
+				t.Errorf("priorityClassName %q", pod.PriorityClassName)
+			}
+			if len(pod.TopologySpreadConstraints) != 1 || pod.TopologySpreadConstraints[0].TopologyKey != "topology.kubernetes.io/zone" {
+				t.Errorf("topologySpreadConstraints %+v", pod.TopologySpreadConstraints)
+			}
+			if d.Spec.Template.Labels["team"] != "platform" || d.Spec.Template.Annotations["example.com/scrape"] != "false" {
+				t.Errorf("pod labels %v, annotations %v", d.Spec.Template.Labels, d.Spec.Template.Annotations)
+			}
+			if _, ok := d.Spec.Selector.MatchLabels["team"]; ok || d.Labels["team"] != "" {
+				t.Errorf("podLabels reach the selector %v or the Deployment %v", d.Spec.Selector.MatchLabels, d.Labels)
+			}
+			if len(c.Env) != 1 || c.Env[0].Name != "HTTPS_PROXY" || c.Env[0].Value != "http://proxy.example.com:3128" {
+				t.Errorf("env %+v", c.Env)
+			}
+			var volumes, mounts []string
+			for _, v := range pod.Volumes {
+				volumes = append(volumes, v.Name)
+			}
+			for _, m := range c.VolumeMounts {
+				mounts = append(mounts, m.Name+":"+m.MountPath)
+			}
+			want, wantMounts := []string{"corp-ca"}, []string{"corp-ca:/etc/ssl/certs/corp-ca.crt"}
+			if certificates == "cert-manager" {
+				want, wantMounts = append([]string{"webhook-certs"}, want...), append([]string{"webhook-certs:/var/run/webhook-certs"}, wantMounts...)
+			}
+			if !slices.Equal(volumes, want) || !slices.Equal(mounts, wantMounts) {
+				t.Errorf("volumes %v, mounts %v; want %v, %v", volumes, mounts, want, wantMounts)
+			}
+		})
+	}
+	// Unset, none of them is rendered (the kustomize build has none).
+	pod := podOf(t, nil)
+	if pod.PriorityClassName != "" || pod.TopologySpreadConstraints != nil || pod.Containers[0].Env != nil || pod.Volumes != nil || pod.Containers[0].VolumeMounts != nil {
+		t.Errorf("default pod has extras: %+v", pod)
+	}
+}

@@ -32,9 +32,9 @@ import (
 	"github.com/ndsl/controller-manager/controllers/pipeline"
 )
 
-// everything turns on every optional part.
+// everything turns on every optional part, and sets every pod-level value.
 func everything(certificates string) map[string]any {
-	return map[string]any{
+	return withValues(podExtras, map[string]any{
 		"cleanup":  map[string]any{"enabled": true},
 		"webhooks": map[string]any{"certificates": certificates},
 		"metrics": map[string]any{
@@ -43,7 +43,7 @@ func everything(certificates string) map[string]any {
 			"dashboard":      map[string]any{"enabled": true},
 			"readers":        []any{map[string]any{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}},
 		},
-	}
+	})
 }
 
 // namespaced kinds the chart renders.
