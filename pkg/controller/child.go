@@ -227,7 +227,10 @@ func (c *Children[T, AC]) update(ctx context.Context, desired AC, want map[strin
 	}
 
 	client := c.client(live.GetNamespace())
-	if err := c.upgradeCreated(ctx, client, live); err != nil {
+	if live, err = c.upgradeCreated(ctx, client, live); err != nil {
+		return none, Updated, err
+	}
+	if err := c.handOver(ctx, client, want, live); err != nil {
 		return none, Updated, err
 	}
 	// The UID makes the apply an update of the cached child only: the API
@@ -251,28 +254,28 @@ func (c *Children[T, AC]) update(ctx context.Context, desired AC, want map[strin
 // The cache keeps only this manager's entries, and not the Create's fields
 // (TrimManagedFields), while the patch rewrites the whole list: it is
 // computed from the child read live, once in the child's life, and holds
-// only for the resourceVersion read.
-func (c *Children[T, AC]) upgradeCreated(ctx context.Context, client ChildClient[T, AC], cached T) error {
+// only for the resourceVersion read. It returns the child as it now is.
+func (c *Children[T, AC]) upgradeCreated(ctx context.Context, client ChildClient[T, AC], cached T) (T, error) {
+	var none T
 	if own, err := ownershipOf(cached); err != nil || !own.created {
-		return err
+		return cached, err
 	}
 	live, err := client.Get(ctx, cached.GetName(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || (err == nil && live.GetUID() != cached.GetUID()) {
 		// Gone or replaced since the cache saw it: the retry sees what is there.
-		return apierrors.NewConflict(c.Resource, cached.GetName(), fmt.Errorf("%s %s changed since it was cached", c.Kind, klog.KObj(cached)))
+		return none, apierrors.NewConflict(c.Resource, cached.GetName(), fmt.Errorf("%s %s changed since it was cached", c.Kind, klog.KObj(cached)))
 	}
 	if err != nil {
-		return err
+		return none, err
 	}
 	upgrade, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(FieldManager), FieldManager)
 	if err != nil {
-		return fmt.Errorf("moving the fields of %s %s to this manager's apply: %w", c.Kind, klog.KObj(live), err)
+		return none, fmt.Errorf("moving the fields of %s %s to this manager's apply: %w", c.Kind, klog.KObj(live), err)
 	}
 	if upgrade == nil {
-		return nil
+		return live, nil
 	}
-	_, err = client.Patch(ctx, live.GetName(), types.JSONPatchType, upgrade, metav1.PatchOptions{FieldManager: FieldManager})
-	return err
+	return client.Patch(ctx, live.GetName(), types.JSONPatchType, upgrade, metav1.PatchOptions{FieldManager: FieldManager})
 }
 
 // create creates the child the cache does not hold, from desired fields
