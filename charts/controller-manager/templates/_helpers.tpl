@@ -55,7 +55,7 @@ cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/controller-manager-webh
 {{/* The manager's flags. The first five are manifests/manager/deployment.yaml's. */}}
 {{- define "cm.args" -}}
 - --leader-elect={{ .Values.leaderElection.enabled }}
-- --http-address=:8443
+- {{ printf "--http-address=:%d" (int .Values.metrics.port) | quote }}
 - --secure-serving=true
 - --shutdown-timeout=30s
 - --shutdown-delay-duration=5s
@@ -77,7 +77,10 @@ cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/controller-manager-webh
 {{- end }}
 {{- if not .Values.webhooks.enabled }}
 - --webhooks=false
-{{- else if include "cm.certManager" . }}
+{{- else }}
+- {{ printf "--webhook-port=%d" (int .Values.webhooks.port) | quote }}
+{{- end }}
+{{- if and .Values.webhooks.enabled (include "cm.certManager" .) }}
 - --webhook-cert-dir=/var/run/webhook-certs
 # cert-manager's certificate names the metrics Service too, so Prometheus
 # verifies /metrics against its CA.

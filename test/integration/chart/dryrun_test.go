@@ -58,6 +58,8 @@ func TestChartRendersValidObjects(t *testing.T) {
 		"everything":                   everything("self"),
 		"everything with cert-manager": everything("cert-manager"),
 		"no webhooks":                  {"webhooks": map[string]any{"enabled": false}, "replicas": 1, "leaderElection": map[string]any{"enabled": false}},
+		"host network": {"hostNetwork": true, "webhooks": map[string]any{"port": 10260}, "metrics": map[string]any{"port": 10261},
+			"networkPolicy": map[string]any{"enabled": true, "metricsNamespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			applied := 0

@@ -67,6 +67,8 @@ func TestChartSchemaAcceptsDocumentedValues(t *testing.T) {
 		"durations": {"leaderElection": map[string]any{"leaseDuration": "20s", "renewDeadline": "1m30s"},
 			"cleanup": map[string]any{"enabled": true, "interval": "10m", "stalePeriod": "2h"}},
 		"pdb percentage": {"podDisruptionBudget": map[string]any{"maxUnavailable": "50%"}},
+		"networks": {"hostNetwork": true, "webhooks": map[string]any{"port": 10260}, "metrics": map[string]any{"port": 10261},
+			"networkPolicy": map[string]any{"enabled": true, "metricsNamespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}}}},
 	} {
 		if _, err := renderText(t, "ndsl-system", values); err != nil {
 			t.Errorf("%s: %v", name, err)

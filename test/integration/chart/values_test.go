@@ -35,8 +35,9 @@ import (
 // everything turns on every optional part, and sets every pod-level value.
 func everything(certificates string) map[string]any {
 	return withValues(podExtras, map[string]any{
-		"cleanup":  map[string]any{"enabled": true},
-		"webhooks": map[string]any{"certificates": certificates},
+		"cleanup":       map[string]any{"enabled": true},
+		"networkPolicy": map[string]any{"enabled": true},
+		"webhooks":      map[string]any{"certificates": certificates},
 		"metrics": map[string]any{
 			"serviceMonitor": map[string]any{"enabled": true},
 			"prometheusRule": map[string]any{"enabled": true},
@@ -48,7 +49,7 @@ func everything(certificates string) map[string]any {
 
 // namespaced kinds the chart renders.
 var namespaced = []string{"Deployment", "Service", "ServiceAccount", "Secret", "ConfigMap", "Role", "RoleBinding",
-	"PodDisruptionBudget", "ServiceMonitor", "PrometheusRule", "Certificate", "Issuer"}
+	"PodDisruptionBudget", "NetworkPolicy", "ServiceMonitor", "PrometheusRule", "Certificate", "Issuer"}
 
 // Issue 23: the namespace comes from the release, everywhere: the objects,
 // the binding subjects, the webhooks' Service references and their
