@@ -106,6 +106,12 @@ cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/controller-manager-webh
 {{- with .Values.ingress.allowedHosts }}
 - {{ printf "--ingress-allowed-hosts=%s" (join "," .) | quote }}
 {{- end }}
+{{- with .Values.ingress.defaultDomain }}
+- {{ printf "--ingress-default-domain=%s" . | quote }}
+{{- end }}
+{{- with .Values.app.ingressDomain }}
+- {{ printf "--app-ingress-domain=%s" . | quote }}
+{{- end }}
 {{- if .Values.cleanup.enabled }}
 {{- with .Values.cleanup.interval }}
 - {{ printf "--cleanup-interval=%s" . | quote }}

@@ -58,7 +58,7 @@ func TestChartSchemaAcceptsDocumentedValues(t *testing.T) {
 		"everything":                   everything("self"),
 		"everything with cert-manager": everything("cert-manager"),
 		"README install":               {"image": map[string]any{"repository": "registry.example.com/controller-manager", "tag": "v0.1.0"}},
-		"extraArgs":                    {"extraArgs": []any{"--concurrent-app-syncs=10", "--app-ingress-domain=apps.example.com"}},
+		"extraArgs":                    {"extraArgs": []any{"--concurrent-app-syncs=10", "--app-ingress-class=nginx"}},
 		"no anti-affinity":             {"affinity": map[string]any{"podAntiAffinity": nil}},
 		"issuerRef": {"webhooks": map[string]any{"certificates": "cert-manager",
 			"certManager": map[string]any{"issuerRef": map[string]any{"kind": "ClusterIssuer", "name": "my-ca"}}}},

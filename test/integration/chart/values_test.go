@@ -186,18 +186,29 @@ func TestChartPipelineValuesAreFlags(t *testing.T) {
 	}
 }
 
-// ingress.allowedHosts becomes --ingress-allowed-hosts; unset, no flag.
+// ingress.allowedHosts, ingress.defaultDomain and app.ingressDomain become
+// --ingress-allowed-hosts, --ingress-default-domain and --app-ingress-domain;
+// unset, no flag.
 func TestChartIngressValuesAreFlags(t *testing.T) {
-	objects := render(t, "ndsl-system", map[string]any{"ingress": map[string]any{
-		"allowedHosts": []any{"apps.example.com", "*.team.example.com"},
-	}})
+	objects := render(t, "ndsl-system", map[string]any{
+		"ingress": map[string]any{
+			"allowedHosts":  []any{"apps.example.com", "*.team.example.com"},
+			"defaultDomain": "svc.apps.example.com",
+		},
+		"app": map[string]any{"ingressDomain": "apps.example.com"},
+	})
 	o := parseArgs(t, deploymentOf(t, objects).Spec.Template.Spec.Containers[0].Args)
 	if want := []string{"apps.example.com", "*.team.example.com"}; !slices.Equal(o.Ingress.AllowedHosts, want) {
 		t.Errorf("--ingress-allowed-hosts %v, want %v", o.Ingress.AllowedHosts, want)
 	}
+	if o.Ingress.DefaultDomain != "svc.apps.example.com" || o.App.IngressDomain != "apps.example.com" {
+		t.Errorf("--ingress-default-domain %q, --app-ingress-domain %q; want svc.apps.example.com, apps.example.com",
+			o.Ingress.DefaultDomain, o.App.IngressDomain)
+	}
 	d := parseArgs(t, deploymentOf(t, render(t, "ndsl-system", nil)).Spec.Template.Spec.Containers[0].Args)
-	if len(d.Ingress.AllowedHosts) != 0 {
-		t.Errorf("default values: --ingress-allowed-hosts %v, want none", d.Ingress.AllowedHosts)
+	if len(d.Ingress.AllowedHosts) != 0 || d.Ingress.DefaultDomain != "" || d.App.IngressDomain != "" {
+		t.Errorf("default values: --ingress-allowed-hosts %v, --ingress-default-domain %q, --app-ingress-domain %q; want none",
+			d.Ingress.AllowedHosts, d.Ingress.DefaultDomain, d.App.IngressDomain)
 	}
 }
 
