@@ -39,9 +39,9 @@ func (v Validator) accessErrors(ctx context.Context, user authenticationv1.UserI
 	if old != nil && equality.Semantic.DeepEqual(p.Spec, old.Spec) {
 		return nil
 	}
-	namespaces := []string{targetNamespace(p, v.DefaultNamespace)}
+	namespaces := []string{targetNamespace(p, v.Options.DefaultNamespace)}
 	if old != nil {
-		if from := targetNamespace(old, v.DefaultNamespace); from != namespaces[0] {
+		if from := targetNamespace(old, v.Options.DefaultNamespace); from != namespaces[0] {
 			namespaces = append(namespaces, from)
 		}
 	}
@@ -67,7 +67,7 @@ func (v Validator) admitDelete(ctx context.Context, req *admissionv1.AdmissionRe
 		return webhook.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Pipeline being deleted: %w", err))
 	}
 	errs := v.Access.Refusals(ctx, req.UserInfo, field.NewPath("spec", "namespace"),
-		webhook.Action{Verb: "delete", Group: "apps", Resource: "deployments", Namespace: targetNamespace(p, v.DefaultNamespace)})
+		webhook.Action{Verb: "delete", Group: "apps", Resource: "deployments", Namespace: targetNamespace(p, v.Options.DefaultNamespace)})
 	if len(errs) > 0 {
 		return webhook.Denied(fmt.Sprintf("Pipeline %q cannot be deleted: %v", p.Name, errs.ToAggregate()))
 	}

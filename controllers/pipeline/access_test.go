@@ -155,7 +155,7 @@ func TestValidatorRequesterRights(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			access, asked := grantsReviewer(tc.reviewEr, tc.grants...)
-			v := Validator{DefaultNamespace: "pipeline", AllowedNamespaces: []string{AnyNamespace}, Access: access}
+			v := Validator{Options: Options{DefaultNamespace: "pipeline", AllowedNamespaces: []string{AnyNamespace}}, Access: access}
 			resp := v.Admit(context.Background(), accessRequest(t, tc.op, tc.p, tc.old))
 			if tc.wantDenied == nil && !resp.Allowed {
 				t.Fatalf("denied: %s", resp.Result.Message)

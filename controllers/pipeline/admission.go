@@ -39,17 +39,10 @@ import (
 // adds field paths, clearer messages and the warnings. It also refuses what
 // the manager's allowlists forbid, which the controller refuses too.
 type Validator struct {
-	// AllowedNFS and AllowedImages are the controller's Options of the same
-	// names, validated.
-	AllowedNFS, AllowedImages []string
-
-	// DefaultNamespace, AllowedNamespaces, ManagerNamespace and MaxReplicas
-	// are the controller's Options of the same names. An empty
-	// DefaultNamespace checks no namespace, as empty allowlists allow all.
-	DefaultNamespace  string
-	AllowedNamespaces []string
-	ManagerNamespace  string
-	MaxReplicas       int32
+	// Options are the controller's, validated: the webhook refuses what the
+	// controller would. An empty DefaultNamespace checks no namespace, as
+	// empty allowlists allow all.
+	Options Options
 	// ListPipelines lists the stored Pipelines, so that a Pipeline whose
 	// storage directory overlaps another's is refused; nil skips the check,
 	// which the controller enforces anyway.
@@ -118,15 +111,15 @@ func (v Validator) allowlistErrors(p, old *pipelinev1beta1.Pipeline) field.Error
 	ms, csiPath := &p.Spec.ModelStorage, field.NewPath("spec", "modelStorage", "csiParameter")
 	server, share := ms.NFSServer(), ms.NFSShare()
 	keptExport := old != nil && old.Spec.ModelStorage.NFSServer() == server && old.Spec.ModelStorage.NFSShare() == share
-	if err := nfsRefusal(v.AllowedNFS, server, share); err != nil && !keptExport && server != "" && share != "" {
+	if err := nfsRefusal(v.Options.AllowedNFS, server, share); err != nil && !keptExport && server != "" && share != "" {
 		path := csiPath.Key(pipelinev1beta1.CSIParameterShare)
-		if !serverListed(v.AllowedNFS, server) {
+		if !serverListed(v.Options.AllowedNFS, server) {
 			path = csiPath.Key(pipelinev1beta1.CSIParameterServer)
 		}
 		errs = append(errs, field.Forbidden(path, err.Error()))
 	}
 	for i, step := range p.Spec.Steps {
-		err := imageRefusal(v.AllowedImages, step.Image)
+		err := imageRefusal(v.Options.AllowedImages, step.Image)
 		if err == nil || (old != nil && slices.ContainsFunc(old.Spec.Steps, func(s pipelinev1beta1.PipelineStep) bool { return s.Image == step.Image })) {
 			continue
 		}
@@ -141,14 +134,14 @@ func (v Validator) allowlistErrors(p, old *pipelinev1beta1.Pipeline) field.Error
 // in allowlistErrors.
 func (v Validator) boundErrors(p, old *pipelinev1beta1.Pipeline) field.ErrorList {
 	var errs field.ErrorList
-	o := Options{DefaultNamespace: v.DefaultNamespace, AllowedNamespaces: v.AllowedNamespaces, ManagerNamespace: v.ManagerNamespace}
-	namespace := targetNamespace(p, v.DefaultNamespace)
-	keptNamespace := old != nil && targetNamespace(old, v.DefaultNamespace) == namespace
-	if err := o.namespaceRefusal(namespace); err != nil && !keptNamespace && v.DefaultNamespace != "" {
+	o := &v.Options
+	namespace := targetNamespace(p, o.DefaultNamespace)
+	keptNamespace := old != nil && targetNamespace(old, o.DefaultNamespace) == namespace
+	if err := o.namespaceRefusal(namespace); err != nil && !keptNamespace && o.DefaultNamespace != "" {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "namespace"), err.Error()))
 	}
 	for i, step := range p.Spec.Steps {
-		err := replicasRefusal(v.MaxReplicas, step)
+		err := replicasRefusal(o.MaxReplicas, step)
 		if err == nil || (old != nil && slices.ContainsFunc(old.Spec.Steps, func(s pipelinev1beta1.PipelineStep) bool {
 			return s.Model == step.Model && s.Replicas != nil && *s.Replicas >= *step.Replicas
 		})) {

@@ -33,7 +33,7 @@ import (
 // pointing at the field and naming what is allowed, and lets an update keep
 // what was already stored.
 func TestValidatorAllowlists(t *testing.T) {
-	v := Validator{AllowedNFS: []string{"192.168.20.235:/home/aiedge"}, AllowedImages: []string{"docker.io/library/nginx"}}
+	v := Validator{Options: Options{AllowedNFS: []string{"192.168.20.235:/home/aiedge"}, AllowedImages: []string{"docker.io/library/nginx"}}}
 	const (
 		nfsAllowed   = "allowed (--pipeline-allowed-nfs): 192.168.20.235:/home/aiedge"
 		imageAllowed = "allowed prefixes (--pipeline-allowed-images): docker.io/library/nginx"

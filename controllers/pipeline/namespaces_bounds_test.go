@@ -100,7 +100,7 @@ func TestOlderPipeline(t *testing.T) {
 // list (with "*" leaving out the system ones) and replicas over the bound,
 // and lets an update keep what was stored.
 func TestValidatorNamespaceAndReplicas(t *testing.T) {
-	v := Validator{DefaultNamespace: "pipeline", AllowedNamespaces: []string{AnyNamespace}, ManagerNamespace: "ndsl-system", MaxReplicas: 10}
+	v := Validator{Options: Options{DefaultNamespace: "pipeline", AllowedNamespaces: []string{AnyNamespace}, ManagerNamespace: "ndsl-system", MaxReplicas: 10}}
 	withNamespace := func(ns string) func(*pipelinev1beta1.Pipeline) {
 		return func(p *pipelinev1beta1.Pipeline) { p.Spec.Namespace = ns }
 	}

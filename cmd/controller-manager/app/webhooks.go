@@ -83,22 +83,19 @@ func webhookRegistrations() []WebhookRegistration {
 			if err != nil {
 				return nil, err
 			}
-			v := pipelinecontroller.Validator{AllowedNFS: o.AllowedNFS, AllowedImages: o.AllowedImages,
-				DefaultNamespace: o.DefaultNamespace, AllowedNamespaces: o.AllowedNamespaces,
-				ManagerNamespace: leaseNamespace(wc.Options.Webhook.Namespace), MaxReplicas: o.MaxReplicas, Access: access}
-			if wc.KubeConfig != nil {
-				client, err := versioned.NewForConfig(customResourceConfig(rest.CopyConfig(wc.KubeConfig), wc.Options.Generic.CustomResourceContentType))
+			client, err := versioned.NewForConfig(customResourceConfig(rest.CopyConfig(wc.KubeConfig), wc.Options.Generic.CustomResourceContentType))
+			if err != nil {
+				return nil, fmt.Errorf("building the Pipeline validator's client: %w", err)
+			}
+			o.ManagerNamespace = leaseNamespace(wc.Options.Webhook.Namespace) // as the controller's
+			v := pipelinecontroller.Validator{Options: o, Access: access}
+			v.ListPipelines = func(ctx context.Context) ([]pipelinev1beta1.Pipeline, error) {
+				// From the API server's watch cache: Pipelines are few.
+				list, err := client.PipelineV1beta1().Pipelines().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 				if err != nil {
-					return nil, fmt.Errorf("building the Pipeline validator's client: %w", err)
+					return nil, err
 				}
-				v.ListPipelines = func(ctx context.Context) ([]pipelinev1beta1.Pipeline, error) {
-					// From the API server's watch cache: Pipelines are few.
-					list, err := client.PipelineV1beta1().Pipelines().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-					if err != nil {
-						return nil, err
-					}
-					return list.Items, nil
-				}
+				return list.Items, nil
 			}
 			return v, nil
 		},

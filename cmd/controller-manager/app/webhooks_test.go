@@ -67,7 +67,7 @@ func TestValidatorsCheckRights(t *testing.T) {
 		}
 		switch v := h.(type) {
 		case pipelinecontroller.Validator:
-			if v.Access == nil || v.DefaultNamespace != "models" {
+			if v.Access == nil || v.Options.DefaultNamespace != "models" {
 				t.Errorf("pipeline validator %#v: want an access checker and DefaultNamespace models", v)
 			}
 		case appcontroller.Validator:

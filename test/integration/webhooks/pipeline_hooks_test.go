@@ -43,10 +43,10 @@ const pipelineNamespace = "pipeline"
 // the requester's rights with access, as the manager's does.
 func registerPipelineWebhooks(s *webhook.Server, access *webhook.AccessReviewer) {
 	s.HandleAdmission(webhook.PathValidatePipelines, "pipeline-validation", pipelinecontroller.Validator{
-		DefaultNamespace: pipelineNamespace, AllowedNamespaces: []string{pipelinecontroller.AnyNamespace}, Access: access,
+		Options: pipelinecontroller.Options{DefaultNamespace: pipelineNamespace, AllowedNamespaces: []string{pipelinecontroller.AnyNamespace}}, Access: access,
 	})
 	s.HandleConversion(webhook.PathConvertPipelines, "pipeline-conversion", pipelineconversion.Converter{})
 	s.HandleAdmission(pathValidatePipelinesAllowlist, "pipeline-validation-allowlist",
-		pipelinecontroller.Validator{AllowedNFS: allowlistNFS, AllowedImages: allowlistImages,
-			DefaultNamespace: "pipeline", AllowedNamespaces: []string{pipelinecontroller.AnyNamespace}, ManagerNamespace: "ndsl-system", MaxReplicas: 10})
+		pipelinecontroller.Validator{Options: pipelinecontroller.Options{AllowedNFS: allowlistNFS, AllowedImages: allowlistImages,
+			DefaultNamespace: "pipeline", AllowedNamespaces: []string{pipelinecontroller.AnyNamespace}, ManagerNamespace: "ndsl-system", MaxReplicas: 10}})
 }
