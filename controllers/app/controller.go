@@ -126,6 +126,9 @@ func NewController(
 	c.deployments.WatchBlockers(blockers)
 	c.services.WatchBlockers(blockers)
 	c.ingresses.WatchBlockers(blockers)
+	if err := c.Track(c.deployments, c.services, c.ingresses); err != nil {
+		return nil, err
+	}
 	c.MaxRetries = opts.MaxRetries
 	c.GiveUp = controller.GiveUpEvent(recorder, func(key controller.Key) (runtime.Object, error) {
 		return c.apps.Apps(key.Namespace).Get(key.Name)

@@ -78,6 +78,9 @@ func NewController(
 	// The Ingress informer holds only labelled Ingresses: a same-name one in
 	// the way is watched alone, and its going requeues the Service.
 	c.ingresses.WatchBlockers(controller.NewBlockerWatches(c.Queue, 0))
+	if err := c.Track(c.ingresses); err != nil {
+		return nil, err
+	}
 	c.MaxRetries = opts.MaxRetries
 	c.GiveUp = controller.GiveUpEvent(recorder, func(key controller.Key) (runtime.Object, error) {
 		return c.services.Services(key.Namespace).Get(key.Name)

@@ -162,6 +162,9 @@ func NewController(
 	c.claims.WatchBlockers(blockers)
 	c.deployments.WatchBlockers(blockers)
 	c.services.WatchBlockers(blockers)
+	if err := c.Track(c.volumes, c.claims, c.deployments, c.services); err != nil {
+		return nil, err
+	}
 	// The children no longer wanted are found by their controller, not by
 	// a label selector over every cached object of the kind.
 	if err := errors.Join(c.volumes.IndexByController(pipelineGroupKind), c.claims.IndexByController(pipelineGroupKind),

@@ -47,8 +47,10 @@ type Base struct {
 	// (with TrySend) are reconciled like those of watch events.
 	Events <-chan Key
 
-	// handlers are the registrations made through Handle.
+	// handlers are the registrations made through Handle and Track; stops
+	// what Track tied to the controller's life besides them.
 	handlers []registration
+	stops    []func()
 }
 
 type registration struct {
@@ -69,13 +71,49 @@ func (b *Base) Handle(informer cache.SharedInformer, handler cache.ResourceEvent
 	return nil
 }
 
-// removeHandlers undoes every Handle.
+// Tracked is a part of a controller that registers on shared informers or
+// runs beside them, such as a Children adapter (its verdicts, its blocker
+// watches).
+type Tracked interface {
+	track(b *Base) error
+}
+
+// Track ties parts to the controller's life, like Handle: they start now
+// and stop when Run returns, so that a controller rebuilt on the same
+// informers leaves nothing of its stopped self behind.
+func (b *Base) Track(parts ...Tracked) error {
+	for _, p := range parts {
+		if err := p.track(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// handleWithoutResync is Handle for a handler that resyncs never concern.
+func (b *Base) handleWithoutResync(informer cache.SharedInformer, handler cache.ResourceEventHandler) error {
+	handle, err := informer.AddEventHandlerWithResyncPeriod(handler, 0)
+	if err != nil {
+		return err
+	}
+	b.handlers = append(b.handlers, registration{informer: informer, handle: handle})
+	return nil
+}
+
+// onStop runs stop when Run returns.
+func (b *Base) onStop(stop func()) { b.stops = append(b.stops, stop) }
+
+// removeHandlers undoes every Handle and Track.
 func (b *Base) removeHandlers() {
 	for _, r := range b.handlers {
 		// Fails only for a handle of another informer, which Handle never makes.
 		_ = r.informer.RemoveEventHandler(r.handle)
 	}
 	b.handlers = nil
+	for _, stop := range b.stops {
+		stop()
+	}
+	b.stops = nil
 }
 
 // NewBase returns the Base of a controller named name, with its queue of

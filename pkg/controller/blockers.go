@@ -54,10 +54,14 @@ const (
 type BlockerWatches struct {
 	queue Queue
 	max   int
+	// ctx bounds every watch; Stop cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu      sync.Mutex
 	watches map[blockerKey]*blockerWatch
-	// retries are the fallback delays of owners blocked past max.
+	// retries are the fallback delays of owners blocked past max, at most
+	// max of them: past that they start over.
 	retries map[Key]time.Duration
 }
 
@@ -78,7 +82,20 @@ func NewBlockerWatches(queue Queue, max int) *BlockerWatches {
 	if max <= 0 {
 		max = DefaultMaxBlockerWatches
 	}
-	return &BlockerWatches{queue: queue, max: max, watches: map[blockerKey]*blockerWatch{}, retries: map[Key]time.Duration{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &BlockerWatches{queue: queue, max: max, ctx: ctx, cancel: cancel,
+		watches: map[blockerKey]*blockerWatch{}, retries: map[Key]time.Duration{}}
+}
+
+// Stop ends every watch (Base.Track calls it when the controller stops):
+// they would otherwise requeue into a dead queue for up to
+// 2×blockerWatchTimeout. Blocked owners are found again by the next
+// controller's reconciles.
+func (b *BlockerWatches) Stop() {
+	b.cancel()
+	b.mu.Lock()
+	clear(b.retries)
+	b.mu.Unlock()
 }
 
 // Len is the number of blockers watched.
@@ -101,7 +118,13 @@ func (b *BlockerWatches) blocked(ctx context.Context, resource schema.GroupResou
 		w.owners[owner] = struct{}{}
 		return
 	}
+	if b.ctx.Err() != nil {
+		return // stopped with its controller
+	}
 	if len(b.watches) >= b.max {
+		if _, ok := b.retries[owner]; !ok && len(b.retries) >= b.max {
+			clear(b.retries)
+		}
 		delay := min(max(2*b.retries[owner], blockerRetryMin), blockerRetryMax)
 		b.retries[owner] = delay
 		b.queue.AddAfter(owner, delay)
@@ -111,9 +134,10 @@ func (b *BlockerWatches) blocked(ctx context.Context, resource schema.GroupResou
 	delete(b.retries, owner)
 	w := &blockerWatch{owners: map[Key]struct{}{owner: {}}}
 	b.watches[key] = w
-	// The watch outlives the reconcile that found the blocker; it ends by
-	// itself (event, error or timeout) and always requeues the owners then.
-	watchCtx := context.WithoutCancel(ctx)
+	// The watch outlives the reconcile that found the blocker, not the
+	// controller; it ends by itself (event, error or timeout) or with Stop
+	// and always requeues the owners then.
+	watchCtx := klog.NewContext(b.ctx, klog.FromContext(ctx))
 	go b.watch(watchCtx, key, blocker.GetUID(), controllerUID(blocker), blocker.GetResourceVersion(), watchFn)
 }
 
@@ -134,7 +158,17 @@ func (b *BlockerWatches) watch(ctx context.Context, key blockerKey, uid, control
 		return
 	}
 	defer w.Stop()
-	for ev := range w.ResultChan() {
+	for {
+		var ev watch.Event
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				return
+			}
+			ev = e
+		}
 		switch ev.Type {
 		case watch.Deleted, watch.Error:
 			return

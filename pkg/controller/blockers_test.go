@@ -79,3 +79,52 @@ func TestBlockerWatches(t *testing.T) {
 		t.Errorf("%d watches left after the blocker went", n)
 	}
 }
+
+// Stop ends the watches with the controller that started them, and the
+// fallback delays remembered past the bound stay bounded (issue 36).
+func TestBlockerWatchesStopAndBoundedRetries(t *testing.T) {
+	ctx := context.Background()
+	q := NewQueue("blockers-stop-test")
+	defer q.ShutDown()
+	b := NewBlockerWatches(q, 2)
+	watchCtx := make(chan context.Context, 1)
+	watchFn := func(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
+		watchCtx <- ctx
+		return watch.NewFake(), nil
+	}
+	blocker := func(name string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: "user"}}
+	}
+	b.blocked(ctx, corev1.Resource("services"), blocker("a"), Key{Namespace: "ns", Name: "a"}, watchFn)
+	b.blocked(ctx, corev1.Resource("services"), blocker("b"), Key{Namespace: "ns", Name: "b"}, watchFn)
+	// Past the bound: owners get fallback delays, never more than the bound.
+	for i := range 10 {
+		name := string(rune('c' + i))
+		b.blocked(ctx, corev1.Resource("services"), blocker(name), Key{Namespace: "ns", Name: name}, watchFn)
+	}
+	b.mu.Lock()
+	retries := len(b.retries)
+	b.mu.Unlock()
+	if retries > 2 {
+		t.Errorf("%d fallback delays remembered, want at most the bound, 2", retries)
+	}
+
+	first := <-watchCtx
+	b.Stop()
+	select {
+	case <-first.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a blocker's watch outlived Stop")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for b.Len() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := b.Len(); n != 0 {
+		t.Errorf("%d watches left after Stop", n)
+	}
+	b.blocked(ctx, corev1.Resource("services"), blocker("late"), Key{Namespace: "ns", Name: "late"}, watchFn)
+	if n := b.Len(); n != 0 {
+		t.Errorf("a stopped BlockerWatches started a watch")
+	}
+}

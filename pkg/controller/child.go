@@ -84,7 +84,8 @@ type Children[T Object, AC ApplyConfiguration[AC]] struct {
 }
 
 // WatchBlockers makes the adapter watch every object that blocks a child's
-// create with b, which requeues the owner when the blocker goes.
+// create with b, which requeues the owner when the blocker goes. Call it
+// before Base.Track, which stops b with the controller.
 func (c *Children[T, AC]) WatchBlockers(b *BlockerWatches) { c.blockers = b }
 
 // NewChildren returns the adapter for one kind of child: informer is its
@@ -92,19 +93,28 @@ func (c *Children[T, AC]) WatchBlockers(b *BlockerWatches) { c.blockers = b }
 // scoped kinds ignore the namespace).
 func NewChildren[T Object, AC ApplyConfiguration[AC]](kind string, resource schema.GroupResource,
 	informer cache.SharedIndexInformer, client func(namespace string) ChildClient[T, AC]) *Children[T, AC] {
-	c := &Children[T, AC]{
+	return &Children[T, AC]{
 		Kind:     kind,
 		Resource: resource,
 		lister:   listers.New[T](informer.GetIndexer(), resource),
 		informer: informer,
 		client:   client,
 	}
-	// No resync for this handler: it only forgets the children that go.
-	verdicts := &upToDateVerdicts{bySpec: specGenerations[resource]}
-	if _, err := informer.AddEventHandlerWithResyncPeriod(verdicts.forgetDeleted(), 0); err == nil {
-		c.verdicts = verdicts
+}
+
+// track implements Tracked: the verdicts, which need a handler that forgets
+// the children that go, live as long as the controller (Base.Track);
+// untracked, every child is compared in full. So do the blocker watches.
+func (c *Children[T, AC]) track(b *Base) error {
+	verdicts := &upToDateVerdicts{bySpec: specGenerations[c.Resource]}
+	if err := b.handleWithoutResync(c.informer, verdicts.forgetDeleted()); err != nil {
+		return fmt.Errorf("tracking the %ss: %w", c.Kind, err)
 	}
-	return c
+	c.verdicts = verdicts
+	if c.blockers != nil {
+		b.onStop(c.blockers.Stop)
+	}
+	return nil
 }
 
 // Get reads a child from the cache; found is false when it is not there.

@@ -35,6 +35,10 @@ func newServiceChildren(t *testing.T) (*Services, *fake.Clientset, func(*corev1.
 	client := fake.NewClientset()
 	informer := informers.NewSharedInformerFactory(client, 0).Core().V1().Services()
 	children := NewServices(informer, client)
+	var b Base
+	if err := b.Track(children); err != nil {
+		t.Fatal(err)
+	}
 	cached := func(svc *corev1.Service) {
 		if err := informer.Informer().GetIndexer().Add(svc); err != nil {
 			t.Fatal(err)
