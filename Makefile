@@ -50,12 +50,12 @@ promtool: ## Build promtool from Go modules, for the alert rules' unit tests (ma
 	hack/build-promtool.sh
 
 .PHONY: generate
-generate: ## Regenerate clients, listers, informers, apply configurations, CRDs, docs/api-reference.md, the PrometheusRule (from manifests/alerts) and the chart's copies.
+generate: ## Regenerate clients, listers, informers, apply configurations, CRDs, docs/api-reference.md, docs/flags.md, the PrometheusRule (from manifests/alerts) and the chart's copies.
 	hack/update-codegen.sh
 	hack/boilerplate.sh
 
 .PHONY: verify
-verify: ## gofmt, the license header, no binaries or files over 1 MB in git, go vet and generated code (docs/api-reference.md included) up to date.
+verify: ## gofmt, the license header, no binaries or files over 1 MB in git, go vet and generated code (docs/api-reference.md and docs/flags.md included) up to date.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	hack/boilerplate.sh --verify
 	hack/verify-tracked-files.sh

@@ -32,8 +32,8 @@ const header = `# API reference
 Generated from the CRDs in ` + "`manifests/crd`" + `, which controller-gen writes from
 the Go types in ` + "`apis/`" + `: every description below is the Go doc comment of
 its field, and every constraint is one the API server enforces. Served and
-storage are as ` + "`manifests/crd`" + ` declares them; the README's "APIs and
-versions" section says which versions each install path serves. Every object
+storage are as ` + "`manifests/crd`" + ` declares them; [apis.md](apis.md) says
+which versions each install path serves, and what each webhook does. Every object
 also has ` + "`apiVersion`, `kind` and `metadata`" + ` (ObjectMeta).
 `
 
