@@ -41,6 +41,10 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 helm: ## Build the helm CLI from Go modules into hack/bin (the chart's tests, make e2e-kind, make chart-package).
 	@hack/build-helm.sh >/dev/null
 
+.PHONY: kustomize
+kustomize: ## Build the kustomize CLIs the manifests are tested with (the oldest and the newest users have) from Go modules into hack/bin.
+	@hack/build-kustomize.sh >/dev/null
+
 .PHONY: chart-package
 chart-package: helm ## Package charts/controller-manager into _output/release/: version and appVersion VERSION, image IMG.
 	hack/package-chart.sh '$(IMG)' '$(VERSION)' $(OUTPUT)/release
@@ -67,11 +71,11 @@ test-unit: promtool ## Unit tests (no control plane; the alert rules' tests run 
 	go test $(TEST_FLAGS) $$(go list ./... | grep -v /test/)
 
 .PHONY: test-integration
-test-integration: controlplane helm ## Integration tests against a real etcd and kube-apiserver.
+test-integration: controlplane helm kustomize ## Integration tests against a real etcd and kube-apiserver.
 	go test $(TEST_FLAGS) ./test/integration/... ./pkg/testing/...
 
 .PHONY: test
-test: controlplane helm promtool verify build ## Everything CI runs: verify, unit (the alert rules' included), integration (helm lint and the chart's tests included), e2e and fault-injection (test/chaos, CI mode) tests.
+test: controlplane helm kustomize promtool verify build ## Everything CI runs: verify, unit (the alert rules' included), integration (helm lint and the chart's tests included), e2e and fault-injection (test/chaos, CI mode) tests.
 	E2E_MANAGER_BINARY=$(MANAGER_BINARY) go test $(TEST_FLAGS) ./...
 
 .PHONY: run

@@ -149,9 +149,9 @@ func TestCleanupRemovesOrphans(t *testing.T) {
 
 // grantCleanupRBAC adds what manifests/components/cleanup adds to the
 // default install, which grants the (off by default) sweeper nothing: its
-// ClusterRole and its binding to the manager's ServiceAccount (in the
-// component the subject's namespace is a placeholder that
-// manifests/namespace fills in). They are removed when the test ends.
+// ClusterRole and its binding to the manager's ServiceAccount (the
+// component's subject names ndsl-system, which kustomize rewrites). They are
+// removed when the test ends.
 func grantCleanupRBAC(t *testing.T) {
 	t.Helper()
 	const binding = "ndsl-controller-manager:cleanup"

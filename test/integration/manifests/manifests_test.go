@@ -86,7 +86,7 @@ func build(t *testing.T, dir string) []map[string]any {
 	return docs
 }
 
-func convert(t *testing.T, doc map[string]any, into any) {
+func convert(t testingT, doc map[string]any, into any) {
 	t.Helper()
 	data, err := json.Marshal(doc)
 	if err != nil {

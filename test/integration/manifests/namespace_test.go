@@ -44,11 +44,93 @@ import (
 // userNamespace is where the composition test installs: not the default.
 const userNamespace = "platform"
 
-// compose writes a user's kustomization over manifests/default with the
-// given components of manifests/components (all of them when none is
-// given) and the namespace transformer, as docs/kustomize.md tells users
-// to, setting namespace unless it is empty, and returns what it builds to.
+// kustomizeVersions are the kustomize CLIs of hack/build-kustomize.sh:
+// the oldest and the newest that users have. kubectl's embedded kustomize
+// (v5.8.1 in kubectl 1.36) is tested beside them.
+var kustomizeVersions = []string{"v5.0.1", "v5.8.2"}
+
+// kustomizer builds a kustomization directory: a kustomize CLI, or kubectl.
+type kustomizer struct {
+	name string
+	args []string
+}
+
+// kustomizers returns kubectl's kustomize and those of
+// hack/build-kustomize.sh, beside the control plane's binaries
+// ($CONTROLPLANE_BIN_DIR, else hack/bin).
+func kustomizers(t *testing.T) []kustomizer {
+	t.Helper()
+	kubectl, err := controlplane.KubectlPath("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []kustomizer{{"kubectl", []string{kubectl, "kustomize"}}}
+	dir := os.Getenv(controlplane.BinDirEnv)
+	if dir == "" {
+		root, err := controlplane.RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.Join(root, "hack", "bin")
+	}
+	for _, v := range kustomizeVersions {
+		path := filepath.Join(dir, "kustomize-"+v, "kustomize")
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("kustomize %s is not built (%v): run hack/build-kustomize.sh (make kustomize)", v, err)
+		}
+		all = append(all, kustomizer{"kustomize " + v, []string{path, "build"}})
+	}
+	return all
+}
+
+// composition is a user's kustomization over manifests/default, written
+// the conventional way (namespace:, the base, components:, images:) and
+// nothing else.
+type composition struct {
+	namespace  string   // none: the base's ndsl-system
+	components []string // under manifests/components
+	image      string   // an images: entry for controller-manager, if set
+}
+
+func (c composition) String() string {
+	s := "namespace=" + c.namespace + " components=" + strings.Join(c.components, ",")
+	if c.image != "" {
+		s += " image=" + c.image
+	}
+	return s
+}
+
+// allComponents lists manifests/components.
+func allComponents(t *testing.T) []string {
+	t.Helper()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, err := filepath.Glob(filepath.Join(root, "manifests", "components", "*", "kustomization.yaml"))
+	if err != nil || len(dirs) < 5 {
+		t.Fatalf("manifests/components: %d components (%v), want cert-manager, cleanup, grafana, prometheus and alerts", len(dirs), err)
+	}
+	var names []string
+	for _, d := range dirs {
+		names = append(names, filepath.Base(filepath.Dir(d)))
+	}
+	return names
+}
+
+// compose builds, with kubectl's kustomize, the conventional kustomization
+// with the given components (all of them when none is given), setting
+// namespace unless it is empty, and returns what it builds to.
 func compose(t *testing.T, namespace string, only ...string) (string, []map[string]any) {
+	t.Helper()
+	if len(only) == 0 {
+		only = allComponents(t)
+	}
+	return composeWith(t, kustomizers(t)[0], composition{namespace: namespace, components: only})
+}
+
+// composeWith writes c into a directory of its own and builds it with k.
+func composeWith(t *testing.T, k kustomizer, c composition) (string, []map[string]any) {
 	t.Helper()
 	root, err := controlplane.RepoRoot()
 	if err != nil {
@@ -62,36 +144,31 @@ func compose(t *testing.T, namespace string, only ...string) (string, []map[stri
 		}
 		return r
 	}
-	components, err := filepath.Glob(filepath.Join(root, "manifests", "components", "*", "kustomization.yaml"))
-	if err != nil || len(components) < 5 {
-		t.Fatalf("manifests/components: %d components (%v), want cert-manager, cleanup, grafana, prometheus and alerts", len(components), err)
+	var kz strings.Builder
+	kz.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n")
+	if c.namespace != "" {
+		fmt.Fprintf(&kz, "namespace: %s\n", c.namespace)
 	}
-	if len(only) > 0 {
-		components = nil
-		for _, c := range only {
-			components = append(components, filepath.Join(root, "manifests", "components", c, "kustomization.yaml"))
+	fmt.Fprintf(&kz, "resources:\n  - %s\n", rel("default"))
+	if len(c.components) > 0 {
+		kz.WriteString("components:\n")
+		for _, name := range c.components {
+			fmt.Fprintf(&kz, "  - %s\n", rel(filepath.Join("components", name)))
 		}
 	}
-	var k strings.Builder
-	k.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n")
-	if namespace != "" {
-		fmt.Fprintf(&k, "namespace: %s\n", namespace)
+	if c.image != "" {
+		name, tag, _ := strings.Cut(c.image, ":")
+		fmt.Fprintf(&kz, "images:\n  - name: controller-manager\n    newName: %s\n    newTag: %s\n", name, tag)
 	}
-	fmt.Fprintf(&k, "resources:\n  - %s\ncomponents:\n", rel("default"))
-	for _, c := range components {
-		fmt.Fprintf(&k, "  - %s\n", rel(filepath.Join("components", filepath.Base(filepath.Dir(c)))))
-	}
-	fmt.Fprintf(&k, "transformers:\n  - %s\n", rel("namespace"))
-	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kz.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	kubectl, err := controlplane.KubectlPath("")
+	var stderr bytes.Buffer
+	cmd := exec.Command(k.args[0], append(k.args[1:], dir)...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(kubectl, "kustomize", dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl kustomize of\n%s\n%v: %s", k.String(), err, out)
+		t.Fatalf("%s of\n%s\n%v: %s", k.name, kz.String(), err, stderr.String())
 	}
 	var docs []map[string]any
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
@@ -131,13 +208,75 @@ func walkStrings(path string, v any, f func(path, s string)) {
 }
 
 // Issue 23, item 2: default plus every component, with the user's
-// `namespace: platform`, names no other namespace anywhere: not the
-// default one, and not the placeholder ("system") the bases carry where
-// manifests/namespace writes the real one. Each value derived from the
-// namespace is the user's, and the whole applies to the API server.
+// `namespace: platform`, names no other namespace anywhere, each value
+// derived from the namespace is the user's, and the whole applies to the
+// API server.
 func TestComponentsComposeIntoTheUsersNamespace(t *testing.T) {
 	out, docs := compose(t, userNamespace)
-	if strings.Contains(out, "ndsl-system") {
+	checkNoOtherNamespace(t, out, docs, userNamespace)
+	checkNamespaceDerived(t, docs, userNamespace)
+	checkServiceMonitor(t, docs)
+	applyDryRun(t, out, docs)
+}
+
+// Issue 37, part 1: every documented composition, written the
+// conventional way (namespace:, the base, components:, images:, and no
+// other line), moves everything to its namespace with the oldest and the
+// newest kustomize users have, and with kubectl's.
+func TestConventionalKustomizationOnEveryKustomize(t *testing.T) {
+	all := allComponents(t)
+	var compositions []composition
+	for _, ns := range []string{"", userNamespace} {
+		compositions = append(compositions, composition{namespace: ns}, composition{namespace: ns, components: all})
+		for _, c := range all {
+			compositions = append(compositions, composition{namespace: ns, components: []string{c}})
+		}
+	}
+	compositions = append(compositions, composition{namespace: userNamespace, components: all, image: "registry.example.com/controller-manager:v9.9.9"})
+	for _, k := range kustomizers(t) {
+		t.Run(k.name, func(t *testing.T) {
+			for _, c := range compositions {
+				out, docs := composeWith(t, k, c)
+				ns := c.namespace
+				if ns == "" {
+					ns = "ndsl-system"
+				}
+				// t.Run per composition would print 40 names; the
+				// composition heads each failure instead.
+				ct := &prefixed{T: t, prefix: c.String() + ": "}
+				checkNoOtherNamespace(ct, out, docs, ns)
+				checkNamespaceDerived(ct, docs, ns)
+				if c.image != "" && !strings.Contains(out, "image: "+c.image+"\n") {
+					ct.Errorf("images: does not set the manager's image to %s", c.image)
+				}
+			}
+		})
+	}
+}
+
+// prefixed heads every error of T with prefix.
+type prefixed struct {
+	*testing.T
+	prefix string
+}
+
+func (p *prefixed) Errorf(format string, args ...any) {
+	p.T.Helper()
+	p.T.Errorf(p.prefix+format, args...)
+}
+
+// testingT is what the checks need of a test.
+type testingT interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+}
+
+// checkNoOtherNamespace: unless ns is ndsl-system, no value names it; and
+// no value names the placeholder "system" the bases carry.
+func checkNoOtherNamespace(t testingT, out string, docs []map[string]any, ns string) {
+	t.Helper()
+	if ns != "ndsl-system" {
 		for _, line := range strings.Split(out, "\n") {
 			if strings.Contains(line, "ndsl-system") {
 				t.Errorf("ndsl-system remains: %s", strings.TrimSpace(line))
@@ -146,15 +285,12 @@ func TestComponentsComposeIntoTheUsersNamespace(t *testing.T) {
 	}
 	placeholder := namespaceToken("system")
 	for _, doc := range docs {
-		walkStrings(fmt.Sprint(doc["kind"]), doc, func(path, s string) {
+		walkStrings(fmt.Sprint(doc["kind"], " ", doc["metadata"].(map[string]any)["name"]), doc, func(path, s string) {
 			if placeholder.MatchString(s) {
 				t.Errorf("%s = %q names the namespace placeholder", path, s)
 			}
 		})
 	}
-	checkNamespaceDerived(t, docs, userNamespace)
-	checkServiceMonitor(t, docs)
-	applyDryRun(t, out, docs)
 }
 
 // The ServiceMonitor verifies the metrics Service's certificate with the CA
@@ -176,9 +312,9 @@ func TestComponentsComposeIntoTheDefaultNamespace(t *testing.T) {
 
 // checkNamespaceDerived: every namespaced object is in ns, and every value
 // that names the manager's namespace names ns.
-func checkNamespaceDerived(t *testing.T, docs []map[string]any, ns string) {
+func checkNamespaceDerived(t testingT, docs []map[string]any, ns string) {
 	t.Helper()
-	injected := 0
+	injected, certificates := 0, 0
 	for _, doc := range docs {
 		var meta metav1.PartialObjectMetadata
 		convert(t, doc, &meta)
@@ -233,8 +369,14 @@ func checkNamespaceDerived(t *testing.T, docs []map[string]any, ns string) {
 				} `json:"spec"`
 			}
 			convert(t, doc, &c)
+			certificates++
 			if !slices.Contains(c.Spec.DNSNames, "controller-manager-webhook."+ns+".svc") {
 				t.Errorf("%s: dnsNames %v, want controller-manager-webhook.%s.svc", what, c.Spec.DNSNames, ns)
+			}
+			for _, name := range c.Spec.DNSNames {
+				if parts := strings.Split(name, "."); len(parts) > 1 && (len(parts) < 3 || parts[1] != ns) {
+					t.Errorf("%s: dnsName %s, want one in namespace %s", what, name, ns)
+				}
 			}
 		case "ServiceMonitor":
 			var m struct {
@@ -248,7 +390,9 @@ func checkNamespaceDerived(t *testing.T, docs []map[string]any, ns string) {
 			}
 			convert(t, doc, &m)
 			for _, e := range m.Spec.Endpoints {
-				if want := "controller-manager-metrics." + ns + ".svc"; e.TLSConfig.ServerName != want {
+				// The bare Service name, which the manager's certificate and
+				// cert-manager's both carry, holds in every namespace.
+				if want := "controller-manager-metrics"; e.TLSConfig.ServerName != want {
 					t.Errorf("%s: tlsConfig.serverName %q, want %q", what, e.TLSConfig.ServerName, want)
 				}
 			}
@@ -264,9 +408,9 @@ func checkNamespaceDerived(t *testing.T, docs []map[string]any, ns string) {
 			}
 		}
 	}
-	// Two CRDs and two webhook configurations.
-	if injected != 4 {
-		t.Errorf("%d objects carry cert-manager.io/inject-ca-from, want 4", injected)
+	// With cert-manager: two CRDs and two webhook configurations.
+	if want := 4 * certificates; injected != want {
+		t.Errorf("%d objects carry cert-manager.io/inject-ca-from, want %d", injected, want)
 	}
 }
 
