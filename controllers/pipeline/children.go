@@ -68,6 +68,10 @@ const (
 	AnnotationModel = pipelinev1beta1.GroupName + "/model"
 )
 
+// AnnotationVolumeUID, on the model claim, is the UID of the volume
+// reserved for it.
+const AnnotationVolumeUID = pipelinev1beta1.GroupName + "/volume-uid"
+
 // The fixed parts of the children.
 const (
 	// CSIDriver is the CSI driver of the model volume.

@@ -102,6 +102,12 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	// gets no volume; a volume that is not gets no claim, which would bind
 	// to it by name.
 	obs.volume, obs.volumeErr = c.cachedVolume(p, *want.volume.GetName())
+	if obs.volume != nil {
+		// The claim names its volume's UID, so that a new volume changes
+		// the claim: the binder binds a claim on the claim's events (or at
+		// its resync, 15 s by default), not on the volume's.
+		want.claim.WithAnnotations(map[string]string{AnnotationVolumeUID: string(obs.volume.UID)})
+	}
 	if namespaceReady && obs.volumeErr == nil {
 		obs.claim, obs.claimErr = syncChild(ctx, c, p, &obs, c.claims, want.claim)
 		record(obs.claimErr)

@@ -275,6 +275,11 @@ func checkChildren(t *testing.T, kube kubernetes.Interface, p *pipelinev1beta1.P
 	if ref := pv.Spec.ClaimRef; ref == nil || ref.Namespace != namespace || ref.Name != pvc.Name || ref.UID != pvc.UID {
 		t.Errorf("PV claimRef = %+v, want %s/%s uid %s", ref, namespace, pvc.Name, pvc.UID)
 	}
+	// The claim names its volume's UID: the change that makes the binder
+	// bind them at once, not at its resync.
+	if got := pvc.Annotations[pipeline.AnnotationVolumeUID]; got != string(pv.UID) {
+		t.Errorf("PVC annotation %s = %q, want the volume's UID %s", pipeline.AnnotationVolumeUID, got, pv.UID)
+	}
 
 	if len(p.Status.Steps) != len(p.Spec.Steps) {
 		t.Fatalf("status.steps = %+v", p.Status.Steps)

@@ -86,10 +86,14 @@ func childReads(reads map[string]int) int {
 
 func (c writeCounts) total() int { return c.children + c.status + c.events + c.other }
 
-// New Pipelines cost exactly one create per child (2 + 2×steps), and no
-// read of a child from the API server, plus one status write per change
-// they observe while converging, none of them a no-op; once converged,
-// resyncs every second write nothing.
+// New Pipelines cost exactly one create per child (2 + 2×steps) and two
+// more writes of the claim, once its volume exists: naming the volume's
+// UID (AnnotationVolumeUID) makes the binder bind them at once, and is the
+// claim's first apply, which first moves its fields from the create to this
+// manager's apply entry (a patch, after the only read of a child from the
+// API server). Then one status write per change they observe while
+// converging, none of them a no-op; once converged, resyncs every second
+// write nothing.
 func TestWritesPerNewPipelineAndZeroWriteResync(t *testing.T) {
 	ctx := context.Background()
 	e := setup(t, func(o *options.Options) {
@@ -126,16 +130,16 @@ func TestWritesPerNewPipelineAndZeroWriteResync(t *testing.T) {
 	converged := countWrites(e.m)
 	t.Logf("writes for %d new Pipelines of %d steps until Ready: %d children, %d status, %d events, %d other\n%s",
 		n, steps, converged.children, converged.status, converged.events, converged.other, strings.Join(converged.lines, "\n"))
-	if want := n * (2 + 2*steps); converged.children != want {
-		t.Errorf("child writes = %d, want exactly %d (one create per child)", converged.children, want)
+	if want := n * (2 + 2*steps + 2); converged.children != want {
+		t.Errorf("child writes = %d, want exactly %d (one create per child, two more for the claim)", converged.children, want)
 	}
 	if converged.other != 0 || converged.events != 0 {
 		t.Errorf("unexpected writes: %d other, %d events", converged.other, converged.events)
 	}
 	// Children are read from the caches: a missing one is created with no
-	// read from the API server first.
-	if reads := childReads(e.m.Writes.Reads()); reads != 0 {
-		t.Errorf("%d reads of one child from the API server, want 0: %v", reads, e.m.Writes.Reads())
+	// read from the API server first; only the claim's first apply reads it.
+	if reads := childReads(e.m.Writes.Reads()); reads != n {
+		t.Errorf("%d reads of one child from the API server, want %d (one per claim): %v", reads, n, e.m.Writes.Reads())
 	}
 	framework.Eventually(t, timeout, "a MODIFIED event for every status write", func(context.Context) (bool, error) {
 		return int(modified.Load()) >= converged.status, nil
