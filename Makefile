@@ -93,6 +93,18 @@ docker-build: ## Build the container image IMG (needs Docker with BuildKit; buil
 docker-push: ## Push the container image IMG.
 	$(DOCKER) push $(IMG)
 
+# The image of the chart's helm test (charts/controller-manager/templates/
+# tests, value tests.image): cmd/chart-test on scratch, for GOARCH (the
+# host's by default). Builds offline; release it beside IMG, with the same tag.
+CHART_TEST_IMG ?= controller-manager-chart-test:latest
+
+.PHONY: chart-test-image
+chart-test-image: ## Build the helm test's image CHART_TEST_IMG (cmd/chart-test FROM scratch, for GOARCH); needs no registry.
+	@ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
+	CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags '-s -w $(LDFLAGS)' -o "$$ctx/chart-test" ./cmd/chart-test && \
+	printf 'FROM scratch\nCOPY chart-test /chart-test\nUSER 65532:65532\nENTRYPOINT ["/chart-test"]\n' >"$$ctx/Dockerfile" && \
+	$(DOCKER) build -q -t '$(CHART_TEST_IMG)' "$$ctx"
+
 # The release image: linux/amd64 and linux/arm64 (Go cross-compiles; the
 # build stage runs on the build machine's platform), pushed with an SBOM and
 # provenance attestations. Needs docker buildx and a registry.

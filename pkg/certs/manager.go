@@ -33,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -102,8 +103,11 @@ type target struct {
 	kind, name string
 	informer   cache.SharedIndexInformer
 	bundles    func(runtime.Object) []*[]byte
-	// apply writes bundle and the owner marker, and nothing else.
-	apply func(ctx context.Context, obj runtime.Object, bundle []byte, owner string) error
+	// apply writes bundle and the owner marker, and nothing else, and
+	// returns the object written.
+	apply func(ctx context.Context, obj runtime.Object, bundle []byte, owner string) (runtime.Object, error)
+	// patch sends a JSON patch (releasePatch).
+	patch func(ctx context.Context, name string, data []byte) error
 }
 
 // NewManager builds a Manager; Run starts it.
@@ -158,8 +162,12 @@ func NewManager(kube kubernetes.Interface, crds apiextensionsclient.Interface, o
 			bundles: func(o runtime.Object) []*[]byte {
 				return mutatingBundles(o.(*admissionregistrationv1.MutatingWebhookConfiguration))
 			},
-			apply: func(ctx context.Context, o runtime.Object, bundle []byte, owner string) error {
+			apply: func(ctx context.Context, o runtime.Object, bundle []byte, owner string) (runtime.Object, error) {
 				return applyMutatingBundle(ctx, kube, o.(*admissionregistrationv1.MutatingWebhookConfiguration), bundle, owner)
+			},
+			patch: func(ctx context.Context, name string, data []byte) error {
+				_, err := admission.MutatingWebhookConfigurations().Patch(ctx, name, types.JSONPatchType, data, metav1.PatchOptions{FieldManager: fieldManager})
+				return err
 			},
 		})
 	}
@@ -176,8 +184,12 @@ func NewManager(kube kubernetes.Interface, crds apiextensionsclient.Interface, o
 			bundles: func(o runtime.Object) []*[]byte {
 				return validatingBundles(o.(*admissionregistrationv1.ValidatingWebhookConfiguration))
 			},
-			apply: func(ctx context.Context, o runtime.Object, bundle []byte, owner string) error {
+			apply: func(ctx context.Context, o runtime.Object, bundle []byte, owner string) (runtime.Object, error) {
 				return applyValidatingBundle(ctx, kube, o.(*admissionregistrationv1.ValidatingWebhookConfiguration), bundle, owner)
+			},
+			patch: func(ctx context.Context, name string, data []byte) error {
+				_, err := admission.ValidatingWebhookConfigurations().Patch(ctx, name, types.JSONPatchType, data, metav1.PatchOptions{FieldManager: fieldManager})
+				return err
 			},
 		})
 	}
@@ -194,8 +206,12 @@ func NewManager(kube kubernetes.Interface, crds apiextensionsclient.Interface, o
 			bundles: func(o runtime.Object) []*[]byte {
 				return crdBundles(o.(*apiextensionsv1.CustomResourceDefinition))
 			},
-			apply: func(ctx context.Context, o runtime.Object, bundle []byte, owner string) error {
+			apply: func(ctx context.Context, o runtime.Object, bundle []byte, owner string) (runtime.Object, error) {
 				return applyCRDBundle(ctx, crds, o.(*apiextensionsv1.CustomResourceDefinition), bundle, owner)
+			},
+			patch: func(ctx context.Context, name string, data []byte) error {
+				_, err := crds.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, name, types.JSONPatchType, data, metav1.PatchOptions{FieldManager: fieldManager})
+				return err
 			},
 		})
 	}
@@ -449,6 +465,7 @@ func (m *Manager) owner() string { return m.opts.Namespace + "/" + m.opts.Secret
 // inject sets the target's bundles to bundle when they differ, unless
 // another install owns them: then it reports the conflict and writes
 // nothing, so two installs never fight over a cluster-scoped caBundle.
+// What it wrote it leaves owned by no field manager (releasePatch).
 func (m *Manager) inject(ctx context.Context, t *target, secret *corev1.Secret) error {
 	bundle := secret.Data[CABundleKey]
 	if !t.informer.HasSynced() {
@@ -483,13 +500,23 @@ func (m *Manager) inject(ctx context.Context, t *target, secret *corev1.Secret) 
 	}
 	caBundleConflict.WithLabelValues(t.kind, t.name).Set(0)
 	delete(m.conflicted, t.kind+"/"+t.name)
-	if owner == m.owner() && !needsBundle(t.bundles(obj.(runtime.Object)), bundle) {
-		return nil
+	live := obj.(runtime.Object)
+	if owner != m.owner() || needsBundle(t.bundles(live), bundle) {
+		if live, err = t.apply(ctx, live, bundle, m.owner()); err != nil {
+			return fmt.Errorf("applying the caBundle of %s %s: %w", t.kind, t.name, err)
+		}
+		klog.FromContext(ctx).Info("Set the caBundle", "kind", t.kind, "name", t.name, "owner", m.owner())
 	}
-	if err := t.apply(ctx, obj.(runtime.Object), bundle, m.owner()); err != nil {
-		return fmt.Errorf("applying the caBundle of %s %s: %w", t.kind, t.name, err)
+	// Decided from managedFields, so that a release lost to a conflict, or
+	// the ownership an earlier version kept, is released on the next sync.
+	patch, err := releasePatch(live)
+	if err != nil || patch == nil {
+		return err
 	}
-	klog.FromContext(ctx).Info("Set the caBundle", "kind", t.kind, "name", t.name, "owner", m.owner())
+	if err := t.patch(ctx, t.name, patch); err != nil {
+		return fmt.Errorf("releasing the caBundle of %s %s: %w", t.kind, t.name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Released the caBundle's fields", "kind", t.kind, "name", t.name, "fieldManager", fieldManager)
 	return nil
 }
 
