@@ -34,7 +34,7 @@ var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
 	os.Exit(controlplane.RunMain(m, controlplane.Options{
-		ControllerManager:     true,
+		ControllerManager: true,
 		// Added to the package's --controllers=*: every controller but the
 		// Job controller, whose part runHookJobs plays.
 		ControllerManagerArgs: []string{"--controllers=-job"},
