@@ -18,7 +18,7 @@ limitations under the License.
 // kube-apiserver, uninstalls it and installs it again under another release
 // name into another namespace, with the manager running in this process for
 // the webhooks and conversion, and kube-controller-manager's namespace
-// controller for namespace deletion (the chart's hook Jobs: see runHookJobs). The API server reaches the in-process
+// controller for namespace deletion (the chart's hook Jobs: see framework.RunHookJobs). The API server reaches the in-process
 // webhook server through the chart's Service by endpoint routing
 // (--enable-aggregator-routing) and an EndpointSlice the test writes.
 package lifecycle
@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 	os.Exit(controlplane.RunMain(m, controlplane.Options{
 		ControllerManager: true,
 		// Added to the package's --controllers=*: every controller but the
-		// Job controller, whose part runHookJobs plays.
+		// Job controller, whose part framework.RunHookJobs plays.
 		ControllerManagerArgs: []string{"--controllers=-job"},
 		APIServerArgs:         []string{"--enable-aggregator-routing=true"},
 	}, func(c *controlplane.ControlPlane) { cp = c }))

@@ -76,7 +76,7 @@ func TestUninstallThenReinstallElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopRunner := runHookJobs(t)
+	stopRunner := framework.RunHookJobs(t, cp)
 	defer stopRunner()
 
 	// 1. Install as "one" into one-system; create objects at both versions.

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package lifecycle
+package framework
 
 import (
 	"context"
@@ -33,15 +33,16 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
+	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 )
 
-// runHookJobs stands in for the Job controller and the kubelet, which do
-// not run here, for the chart's CRD hook Jobs: it runs each Job's args
+// RunHookJobs stands in for the Job controller and the kubelet, which do
+// not run in the local control plane, for the chart's CRD hook Jobs: it runs each Job's args
 // through app.RunCRDs as the Job's ServiceAccount (impersonated, so the
 // hook's ClusterRole is what is tested), with its ConfigMap volume as a
 // directory, and then marks the Job complete (or failed), which is what
 // helm waits for. It returns a function that stops it.
-func runHookJobs(t *testing.T) func() {
+func RunHookJobs(t *testing.T, cp *controlplane.ControlPlane) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -54,7 +55,7 @@ func runHookJobs(t *testing.T) func() {
 				for i := range jobs.Items {
 					if job := &jobs.Items[i]; !done[job.UID] {
 						done[job.UID] = true
-						runHookJob(ctx, t, job)
+						runHookJob(ctx, t, cp, job)
 					}
 				}
 			}
@@ -67,7 +68,7 @@ func runHookJobs(t *testing.T) func() {
 	return func() { cancel(); wg.Wait() }
 }
 
-func runHookJob(ctx context.Context, t *testing.T, job *batchv1.Job) {
+func runHookJob(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, job *batchv1.Job) {
 	pod := job.Spec.Template.Spec
 	args := pod.Containers[0].Args
 	if len(args) == 0 || args[0] != "crds" {
