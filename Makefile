@@ -146,9 +146,20 @@ build-installer: kubectl ## Write dist/install.yaml: manifests/default with imag
 	$(KUBECTL_CMD) kustomize manifests/default | sed 's|image: controller-manager:latest|image: $(IMG)|' >dist/install.yaml
 	{ echo ---; $(KUBECTL_CMD) kustomize manifests/pipeline-namespace; } >>dist/install.yaml
 
+# KEEP_CRDS=1 keeps the CRDs, and every App and Pipeline: first
+# `controller-manager crds release` leaves them readable without the webhook
+# (as the chart's pre-delete hook does), then everything else is deleted.
+KEEP_CRDS ?=
+
 .PHONY: undeploy
-undeploy: kubectl ## Remove what make deploy applied (CRDs included) from the cluster in $KUBECONFIG.
+undeploy: kubectl ## Remove what make deploy applied from the cluster in $KUBECONFIG: CRDs included, or kept with KEEP_CRDS=1.
+ifeq ($(KEEP_CRDS),1)
+	$(MAKE) build
+	$(MANAGER_BINARY) crds release --crd=apps.ingress.example.com --crd=pipelines.distri-infer.ndsl.cn
+	$(KUBECTL_CMD) kustomize manifests/default | hack/without-crds.sh | $(KUBECTL_CMD) delete -f - --ignore-not-found
+else
 	$(KUBECTL_CMD) delete -k manifests/default --ignore-not-found
+endif
 
 # The end-to-end suite (test/e2e). `make test` runs it too, through go test ./...
 E2E_ARTIFACTS ?= $(OUTPUT)/e2e

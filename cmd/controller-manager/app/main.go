@@ -43,12 +43,16 @@ against a Kubernetes cluster, under leader election.
 
 Usage:
   controller-manager [flags]
+  controller-manager crds apply|release|delete ...   (see crds --help)
 `
 
 // Main parses args, runs the manager until SIGTERM or SIGINT and returns the
 // exit code: 0 after a clean shutdown, 1 on bad flags, a startup failure or a
 // lost lease.
 func Main(args []string) int {
+	if len(args) > 0 && args[0] == "crds" {
+		return crdsMain(args[1:])
+	}
 	registry := NewRegistry()
 	opts := options.NewOptions()
 	fss := opts.Flags(registry.Names(), registry.DisabledByDefault())

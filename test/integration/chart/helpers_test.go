@@ -107,7 +107,37 @@ func render(t *testing.T, namespace string, values map[string]any) []object {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return decode(t, out)
+	return asApplied(t, decode(t, out))
+}
+
+// asApplied is what the chart leaves in the cluster: the CRDs its hook
+// ConfigMap carries, as `controller-manager crds apply` applies them, in
+// place of the CRD hooks (ConfigMap, Jobs and their RBAC).
+func asApplied(t *testing.T, objects []object) []object {
+	t.Helper()
+	var out []object
+	for _, o := range objects {
+		if o.name() != "controller-manager-crds" && o.name() != "ndsl-controller-manager:crds" && o.labels()["app.kubernetes.io/component"] != "crds" {
+			out = append(out, o)
+			continue
+		}
+		if o.kind() != "ConfigMap" {
+			continue
+		}
+		data, _ := o["data"].(map[string]any)
+		for _, text := range data {
+			for _, crd := range decode(t, text.(string)) {
+				annotations := crd.annotations()
+				if annotations == nil {
+					annotations = map[string]any{}
+				}
+				annotations["helm.sh/resource-policy"] = "keep"
+				crd.meta()["annotations"] = annotations
+				out = append(out, crd)
+			}
+		}
+	}
+	return out
 }
 
 func renderText(t *testing.T, namespace string, values map[string]any) (string, error) {

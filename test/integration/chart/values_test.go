@@ -17,6 +17,7 @@ limitations under the License.
 package chart
 
 import (
+	batchv1 "k8s.io/api/batch/v1"
 	"slices"
 	"strings"
 	"testing"
@@ -90,7 +91,7 @@ func TestChartNamespaceFromTheRelease(t *testing.T) {
 					t.Errorf("webhook %s: namespaceSelector %v must leave %s and kube-system out", h.Name, h.NamespaceSelector, ns)
 				}
 			}
-			for _, crd := range crds(t, objects) {
+			for _, crd := range crds(t, asApplied(t, objects)) {
 				c := crd.Spec.Conversion
 				if c == nil || c.Webhook == nil || c.Webhook.ClientConfig.Service == nil || c.Webhook.ClientConfig.Service.Namespace != ns {
 					t.Errorf("CRD %s: conversion %+v, want the webhook Service in %s", crd.Name, c, ns)
@@ -274,24 +275,32 @@ func TestChartPodDisruptionBudget(t *testing.T) {
 // Issue 23: the CRDs are installed and kept on helm uninstall by default
 // (deleting them deletes every App and Pipeline); crds.keep=false lets
 // uninstall delete them, crds.install=false leaves them to the user.
+// Issue 37: hook Jobs apply them and, on uninstall, release or delete them.
 func TestChartCRDsKeptByDefault(t *testing.T) {
-	keep := func(values map[string]any) (n int, kept int) {
-		for _, o := range ofKind(render(t, "ndsl-system", values), "CustomResourceDefinition") {
-			n++
-			if o.annotations()["helm.sh/resource-policy"] == "keep" {
-				kept++
-			}
+	onDelete := func(values map[string]any) (n int, step string) {
+		out, err := renderText(t, "ndsl-system", values)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return n, kept
+		for _, o := range decode(t, out) {
+			if o.kind() != "Job" || o.annotations()["helm.sh/hook"] != "pre-delete" {
+				continue
+			}
+			var job batchv1.Job
+			o.into(t, &job)
+			step = strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")
+		}
+		return len(ofKind(render(t, "ndsl-system", values), "CustomResourceDefinition")), step
 	}
-	if n, kept := keep(nil); n != 2 || kept != 2 {
-		t.Errorf("default: %d CRDs, %d kept; want 2 and 2", n, kept)
+	names := "--crd=pipelines.distri-infer.ndsl.cn --crd=apps.ingress.example.com"
+	if n, step := onDelete(nil); n != 2 || step != "crds release "+names {
+		t.Errorf("default: %d CRDs, pre-delete %q; want 2 and crds release %s", n, step, names)
 	}
-	if n, kept := keep(map[string]any{"crds": map[string]any{"keep": false}}); n != 2 || kept != 0 {
-		t.Errorf("crds.keep=false: %d CRDs, %d kept; want 2 and 0", n, kept)
+	if n, step := onDelete(map[string]any{"crds": map[string]any{"keep": false}}); n != 2 || step != "crds delete "+names {
+		t.Errorf("crds.keep=false: %d CRDs, pre-delete %q; want 2 and crds delete %s", n, step, names)
 	}
-	if n, _ := keep(map[string]any{"crds": map[string]any{"install": false}}); n != 0 {
-		t.Errorf("crds.install=false: %d CRDs, want none", n)
+	if n, step := onDelete(map[string]any{"crds": map[string]any{"install": false}}); n != 0 || step != "" {
+		t.Errorf("crds.install=false: %d CRDs, pre-delete %q; want none", n, step)
 	}
 	// Without webhooks there is no conversion: v1 is not served.
 	for _, crd := range crds(t, render(t, "ndsl-system", map[string]any{"webhooks": map[string]any{"enabled": false}})) {
