@@ -92,16 +92,6 @@ docker-build: ## Build the container image IMG (needs Docker with BuildKit; buil
 docker-push: ## Push the container image IMG.
 	$(DOCKER) push $(IMG)
 
-# The release image: linux/amd64 and linux/arm64 (Go cross-compiles; the
-# build stage runs on the build machine's platform), pushed with an SBOM and
-# provenance attestations. Needs docker buildx and a registry.
-PLATFORMS ?= linux/amd64,linux/arm64
-
-.PHONY: docker-buildx
-docker-buildx: ## Build and push the multi-arch image IMG for PLATFORMS, with SBOM and provenance.
-	$(DOCKER) buildx build --platform $(PLATFORMS) --build-arg LDFLAGS='-s -w $(LDFLAGS)' \
-		--sbom=true --provenance=mode=max --push -t $(IMG) .
-
 .PHONY: version
 version: ## Print the version a build stamps.
 	@echo $(VERSION)
