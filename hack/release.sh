@@ -56,7 +56,11 @@ go run ./hack/ociimage --ref "$image" --out "$dist/$archive" "${ca[@]}" \
   --source "$source" --revision "$commit" --created "$epoch" "${binaries[@]}"
 
 log "writing install.yaml"
-make --no-print-directory -s build-installer IMG="$image" DIST="$dist" >/dev/null
+# The project's kubectl, whatever kubectl is on PATH: the kustomize in an
+# older one renders the bindings' ServiceAccount namespaces wrong (issue 37).
+kubectl=${CONTROLPLANE_BIN_DIR:-$ROOT/hack/bin}/kube-v1.36.3/kubectl
+[[ -x $kubectl ]] || hack/build-controlplane.sh kubectl >&2
+make --no-print-directory -s build-installer IMG="$image" DIST="$dist" KUBECTL_CMD="$kubectl" >/dev/null
 
 log "writing $chart"
 hack/package-chart.sh "$image" "$tag" "$dist" >/dev/null

@@ -114,6 +114,42 @@ func TestRelease(t *testing.T) {
 		}
 	})
 
+	// Rendered with another kustomize than the project's, the bindings have
+	// named a ServiceAccount "controller-manager" in the namespace "system".
+	t.Run("install.yaml binds the ServiceAccounts it creates", func(t *testing.T) {
+		type object struct {
+			Kind     string
+			Metadata struct{ Name, Namespace string }
+			Subjects []struct{ Kind, Name, Namespace string }
+		}
+		var objects []object
+		for _, doc := range strings.Split(string(readFile(t, filepath.Join(dist, "install.yaml"))), "\n---\n") {
+			var o object
+			unmarshalYAML(t, []byte(doc), &o)
+			objects = append(objects, o)
+		}
+		accounts := map[string]bool{}
+		for _, o := range objects {
+			if o.Kind == "ServiceAccount" {
+				accounts[o.Metadata.Namespace+"/"+o.Metadata.Name] = true
+			}
+		}
+		bindings := 0
+		for _, o := range objects {
+			for _, s := range o.Subjects {
+				if s.Kind == "ServiceAccount" {
+					bindings++
+					if !accounts[s.Namespace+"/"+s.Name] {
+						t.Errorf("%s %s binds ServiceAccount %s/%s, which install.yaml does not create (it creates %v)", o.Kind, o.Metadata.Name, s.Namespace, s.Name, accounts)
+					}
+				}
+			}
+		}
+		if bindings == 0 {
+			t.Errorf("install.yaml binds no ServiceAccount")
+		}
+	})
+
 	var amd64Binary []byte
 	t.Run("the archive holds both platforms", func(t *testing.T) {
 		files := untar(t, readFile(t, filepath.Join(dist, archive)))
