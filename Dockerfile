@@ -15,8 +15,8 @@ ARG RUNTIME_IMAGE=gcr.io/distroless/static:nonroot
 ARG BINARY=build
 
 # The build stage runs on the build machine's platform and cross-compiles for
-# the target's (make docker-buildx: linux/amd64 and linux/arm64), so no
-# emulation is needed.
+# the target's (docker buildx build --platform linux/amd64,linux/arm64), so no
+# emulation is needed. make release builds the release's image without Docker.
 FROM --platform=${BUILDPLATFORM} ${BUILDER_IMAGE} AS build
 ARG TARGETOS=linux
 ARG TARGETARCH

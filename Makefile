@@ -14,6 +14,9 @@ MANAGER_BINARY := $(OUTPUT)/controller-manager
 # The version from git describe (hack/version.sh): vX.Y.Z on a release tag,
 # vX.Y.Z-N-g<sha> after one, v0.0.0-N-g<sha> before the first.
 VERSION ?= $(shell hack/version.sh)
+# Given without its v (make release VERSION=0.1.0), it gets one: the binary,
+# the image tag and the chart's appVersion all say vX.Y.Z.
+override VERSION := v$(patsubst v%,%,$(VERSION))
 VERSION_PARTS := $(subst ., ,$(patsubst v%,%,$(firstword $(subst -, ,$(VERSION)))))
 GIT_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -105,16 +108,6 @@ chart-test-image: ## Build the helm test's image CHART_TEST_IMG (cmd/chart-test 
 	printf 'FROM scratch\nCOPY chart-test /chart-test\nUSER 65532:65532\nENTRYPOINT ["/chart-test"]\n' >"$$ctx/Dockerfile" && \
 	$(DOCKER) build -q -t '$(CHART_TEST_IMG)' "$$ctx"
 
-# The release image: linux/amd64 and linux/arm64 (Go cross-compiles; the
-# build stage runs on the build machine's platform), pushed with an SBOM and
-# provenance attestations. Needs docker buildx and a registry.
-PLATFORMS ?= linux/amd64,linux/arm64
-
-.PHONY: docker-buildx
-docker-buildx: ## Build and push the multi-arch image IMG for PLATFORMS, with SBOM and provenance.
-	$(DOCKER) buildx build --platform $(PLATFORMS) --build-arg LDFLAGS='-s -w $(LDFLAGS)' \
-		--sbom=true --provenance=mode=max --push -t $(IMG) .
-
 .PHONY: version
 version: ## Print the version a build stamps.
 	@echo $(VERSION)
@@ -140,11 +133,21 @@ deploy: kubectl ## Apply manifests/default and manifests/pipeline-namespace to t
 	$(KUBECTL_CMD) apply -k manifests/pipeline-namespace
 
 # kubebuilder's convention: one file that installs what make deploy applies.
+DIST ?= $(ROOT)/dist
+
 .PHONY: build-installer
 build-installer: kubectl ## Write dist/install.yaml: manifests/default with image IMG and manifests/pipeline-namespace, for kubectl apply -f.
-	mkdir -p dist
-	$(KUBECTL_CMD) kustomize manifests/default | sed 's|image: controller-manager:latest|image: $(IMG)|' >dist/install.yaml
-	{ echo ---; $(KUBECTL_CMD) kustomize manifests/pipeline-namespace; } >>dist/install.yaml
+	mkdir -p $(DIST)
+	$(KUBECTL_CMD) kustomize manifests/default | sed 's|image: controller-manager:latest|image: $(IMG)|' >$(DIST)/install.yaml
+	{ echo ---; $(KUBECTL_CMD) kustomize manifests/pipeline-namespace; } >>$(DIST)/install.yaml
+
+# What a release publishes (docs/install.md), one name everywhere: the image
+# RELEASE_IMAGE:vX.Y.Z, the chart oci://ghcr.io/ndsl/charts/controller-manager.
+RELEASE_IMAGE ?= ghcr.io/ndsl/controller-manager
+
+.PHONY: release
+release: ## make release VERSION=X.Y.Z: into dist/, the image for linux/amd64 and linux/arm64 (an OCI archive), install.yaml, the chart, an SPDX SBOM and SHA256SUMS; offline.
+	@hack/release.sh '$(VERSION)' '$(RELEASE_IMAGE)' '$(DIST)' '-s -w $(LDFLAGS)'
 
 # KEEP_CRDS=1 keeps the CRDs, and every App and Pipeline: first
 # `controller-manager crds release` leaves them readable without the webhook
