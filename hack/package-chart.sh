@@ -19,6 +19,9 @@ values="$tmp/controller-manager/values.yaml"
 repository=${image%:*} tag=${image##*:}
 if [[ $image != *:* || $tag == */* ]]; then repository=$image tag=""; fi
 sed -i "s|^  repository: controller-manager\$|  repository: $repository|; s|^  tag: \"\"\$|  tag: \"$tag\"|" "$values"
+# The helm test's image (tests.image) is released beside it, with the same tag.
+sed -i "s|^    repository: controller-manager-chart-test\$|    repository: $repository-chart-test|" "$values"
+grep -q "^    repository: $repository-chart-test\$" "$values" || { echo "package-chart.sh: values.yaml has no tests.image.repository line to set" >&2; exit 1; }
 grep -q "^  repository: $repository\$" "$values" || { echo "package-chart.sh: values.yaml has no image.repository line to set" >&2; exit 1; }
 mkdir -p "$out"
 "$helm" package "$tmp/controller-manager" --version "${version#v}" --app-version "$version" --destination "$out"

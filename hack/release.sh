@@ -7,10 +7,13 @@
 #                                        and linux/arm64, an OCI image layout archive
 #                                        (hack/ociimage; skopeo copy --all pushes it,
 #                                        docker load loads linux/amd64)
+#   controller-manager-chart-test-vX.Y.Z.oci.tar
+#                                        the same for the chart's helm test (cmd/chart-test),
+#                                        IMAGE_REPOSITORY-chart-test:vX.Y.Z
 #   install.yaml                         make build-installer with that image
 #   controller-manager-X.Y.Z.tgz         the chart: version X.Y.Z, appVersion and image tag vX.Y.Z
 #   controller-manager-vX.Y.Z.spdx.json  SPDX SBOM of the binaries' Go modules (hack/sbom)
-#   SHA256SUMS                           of the four above
+#   SHA256SUMS                           of the five above
 #
 # Timestamps in the image and the SBOM are SOURCE_DATE_EPOCH, else the commit's.
 set -euo pipefail
@@ -35,16 +38,19 @@ log() { echo "release: $*" >&2; }
 
 mkdir -p "$dist"
 dist=$(cd "$dist" && pwd)
-archive=controller-manager-$tag.oci.tar chart=controller-manager-$version.tgz sbom=controller-manager-$tag.spdx.json
-rm -f "$dist/$archive" "$dist/install.yaml" "$dist/$chart" "$dist/$sbom" "$dist/SHA256SUMS"
+archive=controller-manager-$tag.oci.tar testArchive=controller-manager-chart-test-$tag.oci.tar chart=controller-manager-$version.tgz sbom=controller-manager-$tag.spdx.json
+rm -f "$dist/$archive" "$dist/$testArchive" "$dist/install.yaml" "$dist/$chart" "$dist/$sbom" "$dist/SHA256SUMS"
 
 platforms=(linux/amd64 linux/arm64)
-binaries=()
+binaries=() testBinaries=()
 for p in "${platforms[@]}"; do
-  log "building the $p binary"
-  CGO_ENABLED=0 GOOS=${p%/*} GOARCH=${p#*/} go build -trimpath -ldflags "$ldflags" \
-    -o "$bin/${p/\//-}/controller-manager" ./cmd/controller-manager
+  log "building the $p binaries"
+  for cmd in controller-manager chart-test; do
+    CGO_ENABLED=0 GOOS=${p%/*} GOARCH=${p#*/} go build -trimpath -ldflags "$ldflags" \
+      -o "$bin/${p/\//-}/$cmd" ./cmd/$cmd
+  done
   binaries+=("$p=$bin/${p/\//-}/controller-manager")
+  testBinaries+=("$p=$bin/${p/\//-}/chart-test")
 done
 
 ca=()
@@ -54,6 +60,9 @@ done
 log "writing $archive"
 go run ./hack/ociimage --ref "$image" --out "$dist/$archive" "${ca[@]}" \
   --source "$source" --revision "$commit" --created "$epoch" "${binaries[@]}"
+log "writing $testArchive"
+go run ./hack/ociimage --ref "$repository-chart-test:$tag" --name chart-test --out "$dist/$testArchive" \
+  --source "$source" --revision "$commit" --created "$epoch" "${testBinaries[@]}"
 
 log "writing install.yaml"
 # The project's kubectl, whatever kubectl is on PATH: the kustomize in an
@@ -69,5 +78,5 @@ log "writing $sbom"
 go run ./hack/sbom --name "controller-manager-$tag" --main-version "$tag" --created "$epoch" \
   --namespace "$source/releases/download/$tag/$sbom-$commit" "${binaries[@]}" >"$dist/$sbom"
 
-(cd "$dist" && sha256sum "$archive" install.yaml "$chart" "$sbom" >SHA256SUMS)
+(cd "$dist" && sha256sum "$archive" "$testArchive" install.yaml "$chart" "$sbom" >SHA256SUMS)
 log "$image: $dist in $((SECONDS - begin))s"

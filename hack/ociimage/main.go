@@ -53,7 +53,6 @@ const (
 	mediaManifest = "application/vnd.oci.image.manifest.v1+json"
 	mediaConfig   = "application/vnd.oci.image.config.v1+json"
 	mediaLayer    = "application/vnd.oci.image.layer.v1.tar+gzip"
-	binaryPath    = "controller-manager"
 	nonroot       = 65532
 )
 
@@ -153,8 +152,10 @@ func baseFiles(caCerts []byte) []file {
 
 type options struct {
 	ref, out, caCerts, source, revision string
-	created                             time.Time
-	binaries                            []string // os/arch=path
+	// name is the binary's path under / and the entrypoint.
+	name     string
+	created  time.Time
+	binaries []string // os/arch=path
 }
 
 func run(o options) error {
@@ -191,7 +192,7 @@ func run(o options) error {
 		if err != nil {
 			return fmt.Errorf("reading the %s binary: %w", plat, err)
 		}
-		binGz, binDiffID, err := layer([]file{{name: binaryPath, mode: 0o755, data: bin}}, o.created)
+		binGz, binDiffID, err := layer([]file{{name: o.name, mode: 0o755, data: bin}}, o.created)
 		if err != nil {
 			return fmt.Errorf("writing the %s binary's layer: %w", plat, err)
 		}
@@ -207,7 +208,7 @@ func run(o options) error {
 			"created":      o.created.Format(time.RFC3339),
 			"config": map[string]any{
 				"User":       fmt.Sprintf("%d:%d", nonroot, nonroot),
-				"Entrypoint": []string{"/" + binaryPath},
+				"Entrypoint": []string{"/" + o.name},
 				"Env":        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
 				"WorkingDir": "/",
 				"Labels":     labels,
@@ -215,7 +216,7 @@ func run(o options) error {
 			"rootfs": map[string]any{"type": "layers", "diff_ids": []string{baseDiffID, binDiffID}},
 			"history": []map[string]string{
 				{"created": o.created.Format(time.RFC3339), "created_by": "hack/ociimage: distroless-style static nonroot base"},
-				{"created": o.created.Format(time.RFC3339), "created_by": "hack/ociimage: COPY controller-manager /controller-manager"},
+				{"created": o.created.Format(time.RFC3339), "created_by": "hack/ociimage: COPY " + o.name + " /" + o.name},
 			},
 		})
 		m := b.addJSON(mediaManifest, map[string]any{
@@ -306,6 +307,7 @@ func main() {
 	var created int64
 	flag.StringVar(&o.ref, "ref", "", "the image reference, REPOSITORY:TAG (the tag docker load gives it, and the index's ref.name)")
 	flag.StringVar(&o.out, "out", "", "the archive to write")
+	flag.StringVar(&o.name, "name", "controller-manager", "the binary's name in the image, at its root, and its entrypoint")
 	flag.StringVar(&o.caCerts, "ca-certs", "", "a CA bundle to put at /etc/ssl/certs/ca-certificates.crt (none if empty)")
 	flag.StringVar(&o.source, "source", "", "the label org.opencontainers.image.source")
 	flag.StringVar(&o.revision, "revision", "", "the label org.opencontainers.image.revision (the git commit)")

@@ -60,6 +60,7 @@ func TestRelease(t *testing.T) {
 	run(ctx, t, root, "make", "--no-print-directory", "release", "VERSION="+version, "RELEASE_IMAGE="+repository, "DIST="+dist)
 
 	archive := "controller-manager-" + tag + ".oci.tar"
+	testArchive := "controller-manager-chart-test-" + tag + ".oci.tar"
 	chart := "controller-manager-" + version + ".tgz"
 	sbom := "controller-manager-" + tag + ".spdx.json"
 	t.Run("SHA256SUMS covers every file", func(t *testing.T) {
@@ -86,7 +87,7 @@ func TestRelease(t *testing.T) {
 			}
 		}
 		sort.Strings(listed)
-		want := []string{archive, chart, sbom, "install.yaml"}
+		want := []string{archive, testArchive, chart, sbom, "install.yaml"}
 		sort.Strings(want)
 		if fmt.Sprint(files) != fmt.Sprint(want) || fmt.Sprint(listed) != fmt.Sprint(want) {
 			t.Errorf("dist holds %v, SHA256SUMS lists %v; want %v", files, listed, want)
@@ -99,11 +100,22 @@ func TestRelease(t *testing.T) {
 		unmarshalYAML(t, files["controller-manager/Chart.yaml"], &meta)
 		var values struct {
 			Image struct{ Repository, Tag string }
+			Tests struct {
+				Image struct{ Repository, Tag string }
+			}
 		}
 		unmarshalYAML(t, files["controller-manager/values.yaml"], &values)
 		if meta.Version != version || meta.AppVersion != tag || values.Image.Repository != repository || values.Image.Tag != tag {
 			t.Errorf("chart version %q, appVersion %q, image %s:%s; want %q, %q, %s", meta.Version, meta.AppVersion,
 				values.Image.Repository, values.Image.Tag, version, tag, image)
+		}
+		// The helm test's image, released beside it (tag: the appVersion).
+		if values.Tests.Image.Repository != repository+"-chart-test" || values.Tests.Image.Tag != "" {
+			t.Errorf("chart tests.image %s:%q; want %s-chart-test and the appVersion", values.Tests.Image.Repository, values.Tests.Image.Tag, repository)
+		}
+		testIndex := untar(t, readFile(t, filepath.Join(dist, testArchive)))["index.json"]
+		if !strings.Contains(string(testIndex), repository+"-chart-test:"+tag) {
+			t.Errorf("%s names %s; want %s-chart-test:%s", testArchive, testIndex, repository, tag)
 		}
 	})
 
