@@ -29,6 +29,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -137,7 +138,8 @@ func (u helmUpgrade) revision(t *testing.T) int {
 // earlier revision and upgrades again, each step while a user creates Apps
 // and lists them as v1. After each step the manager's Deployment is
 // Available on the step's image, no request failed, and the Apps made
-// before it are untouched: every one Ready, their Deployments at the same
+// before it are untouched: every one Ready with no transition in between
+// and the same observed generation, their Deployments at the same
 // generation (observed), the same ReplicaSets, the same pods (UIDs) with the
 // same restart counts, their Services and Ingresses the same objects. It
 // leaves the current version installed for the rest of the suite.
@@ -159,7 +161,6 @@ func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 	}
 	waitAppsReady(t, ns, upgradeApps, 3*time.Minute)
 	before := observeApps(t, ns)
-	loadNS := newNamespace(t)
 
 	for _, step := range []struct {
 		name  string
@@ -174,6 +175,8 @@ func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 		}},
 		{"helm upgrade to the current chart and image again", u.newImage, func() { u.install(t, u.newChart, u.newImage) }},
 	} {
+		// A namespace of its own: the load names its Apps from 1 again.
+		loadNS := newNamespace(t)
 		load := startRequestLoad(t, loadNS)
 		load.waitStarted(t)
 		began := time.Now()
@@ -182,6 +185,7 @@ func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 		t.Logf("%s: manager pods %v on %s Available %v after it began", step.name, podNames(pods), step.image,
 			time.Since(began).Round(100*time.Millisecond))
 		load.check(t, step.name)
+		waitLoadSettled(t, loadNS)
 		waitLeaderAmong(t, pods)
 		waitAppsReady(t, ns, upgradeApps, time.Minute)
 		after := observeApps(t, ns)
@@ -193,6 +197,38 @@ func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 		}
 		before = after
 	}
+}
+
+// waitLoadSettled waits until kube-controller-manager has caught up with
+// the load's Apps: each of their Deployments observed by the Deployment
+// controller, and none left of a deleted App for the garbage collector. The
+// load makes five of its writes a request (ReplicaSet, status, two deletes)
+// at 10 a second, beyond its default 20 QPS: a backlog left from one step
+// would delay the next step's rollout by minutes.
+func waitLoadSettled(t *testing.T, ns string) {
+	t.Helper()
+	began := time.Now()
+	eventually(t, disruptionTimeout, "kube-controller-manager to catch up with the load in "+ns, func(ctx context.Context) (bool, error) {
+		apps, err := cluster.Typed.AppV1beta1().Apps(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		deployments, err := cluster.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		var unobserved int
+		for _, d := range deployments.Items {
+			if d.Status.ObservedGeneration < d.Generation {
+				unobserved++
+			}
+		}
+		if len(deployments.Items) != len(apps.Items) || unobserved > 0 {
+			return false, fmt.Errorf("%d Apps, %d Deployments, %d not observed", len(apps.Items), len(deployments.Items), unobserved)
+		}
+		return true, nil
+	})
+	t.Logf("kube-controller-manager caught up with the load in %v", time.Since(began).Round(100*time.Millisecond))
 }
 
 // managerImage is the image of the manager's Deployment's first container.
@@ -242,6 +278,8 @@ func waitManagerRolledOut(t *testing.T, image string) []corev1.Pod {
 // appsWorld is what a manager upgrade must leave alone: the Apps' children
 // and pods, by name.
 type appsWorld struct {
+	// apps: the Ready condition and since when, and the observed generation.
+	apps map[string]string
 	// deployments: generation, observed generation and ReplicaSets.
 	deployments map[string]string
 	// pods: UID and restart count of each live pod of an App.
@@ -256,7 +294,20 @@ type appsWorld struct {
 func observeApps(t *testing.T, ns string) appsWorld {
 	t.Helper()
 	ctx := context.Background()
-	w := appsWorld{deployments: map[string]string{}, pods: map[string]string{}, children: map[string]types.UID{}, versions: map[string]string{}}
+	list, err := cluster.Typed.AppV1beta1().Apps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := appsWorld{apps: map[string]string{}, deployments: map[string]string{}, pods: map[string]string{}, children: map[string]types.UID{}, versions: map[string]string{}}
+	for _, app := range list.Items {
+		// A Ready that flipped in between shows in its transition time.
+		ready := meta.FindStatusCondition(app.Status.Conditions, appv1beta1.ConditionReady)
+		if ready == nil {
+			ready = &metav1.Condition{}
+		}
+		w.apps[app.Name] = fmt.Sprintf("Ready=%s since %s, generation %d observed %d", ready.Status,
+			ready.LastTransitionTime.UTC().Format(time.RFC3339), app.Generation, app.Status.ObservedGeneration)
+	}
 	managed := metav1.ListOptions{LabelSelector: appcontroller.AppLabel}
 	deployments, err := cluster.Kube.AppsV1().Deployments(ns).List(ctx, managed)
 	if err != nil {
@@ -308,7 +359,7 @@ func observeApps(t *testing.T, ns string) appsWorld {
 
 // diff lists what differs between w and after, in words.
 func (w appsWorld) diff(after appsWorld) []string {
-	var d []string
+	d := diffMaps("App", w.apps, after.apps)
 	d = append(d, diffMaps("Deployment", w.deployments, after.deployments)...)
 	d = append(d, diffMaps("pod", w.pods, after.pods)...)
 	d = append(d, diffMaps("child", w.children, after.children)...)
