@@ -193,7 +193,7 @@ func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 			t.Errorf("%s changed an App's children: %s", step.name, d)
 		}
 		for _, w := range before.writes(after) {
-			t.Logf("%s: %s (no rollout)", step.name, w)
+			t.Logf("%s: %s", step.name, w)
 		}
 		before = after
 	}
