@@ -14,12 +14,11 @@
 #   4. the cluster (bridge CNI by hack/kind/cni.sh on the offline image), the
 #      images loaded, the manager installed (E2E_INSTALL: helm, the default,
 #      or kustomize), both replicas available;
-#   5. go test ./test/e2e with E2E_MANAGER=deployment; before it, the upgrade
-#      test (test/e2e/upgrade_test.go): stage 4 then installs the chart and
-#      image of the commit in hack/kind/upgrade-from (built in stage 3, once
-#      per commit), and the test upgrades to the current ones, rolls back and
-#      upgrades again, so the suite runs on the current version
-#      (E2E_UPGRADE=0, E2E_INSTALL=kustomize or KIND_UP=1: no upgrade);
+#   5. go test ./test/e2e with E2E_MANAGER=deployment; then, alone, the
+#      upgrade test (test/e2e/upgrade_test.go): the chart and image of the
+#      commit in hack/kind/upgrade-from (built in stage 3, once per commit),
+#      helm upgrade to the current ones and helm rollback (E2E_UPGRADE=0 or
+#      E2E_INSTALL=kustomize: no upgrade test);
 #   6. the cluster deleted, unless KEEP_CLUSTER=1 (an existing cluster of the
 #      same name is reused).
 # KIND_UP=1 (make kind-up, hack/kind/up.sh) stops after stage 4.
@@ -313,16 +312,13 @@ VALUES="$ARTIFACTS/values.yaml"
 printf 'extraArgs: [%s]\n' "$(IFS=,; echo "${DOMAIN_ARGS[*]}")" >"$VALUES"
 
 # helm_install: the chart into ndsl-system, as the README's helm install
-# does, with the e2e image (the earlier version's, for the upgrade test);
-# the namespace enforces PodSecurity restricted like
-# manifests/manager/namespace.yaml's.
+# does, with the e2e image; the namespace enforces PodSecurity restricted
+# like manifests/manager/namespace.yaml's.
 helm_install() {
-  local chart=charts/controller-manager img=$IMG
-  [[ -z $UPGRADE_FROM ]] || chart=$OLD_CHART img=$OLD_IMG
   k create namespace ndsl-system --dry-run=client -o yaml | k apply -f -
   k label namespace ndsl-system pod-security.kubernetes.io/enforce=restricted --overwrite
-  "$HELM" upgrade --install ndsl "$chart" --kubeconfig "$KUBECONFIG_FILE" --namespace ndsl-system \
-    -f "$VALUES" --set image.repository="${img%:*}" --set image.tag="${img##*:}"
+  "$HELM" upgrade --install ndsl charts/controller-manager --kubeconfig "$KUBECONFIG_FILE" --namespace ndsl-system \
+    -f "$VALUES" --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}"
 }
 [[ ${E2E_INSTALL:-helm} != helm ]] || HELM=$(hack/build-helm.sh)
 stage "load images and deploy" deploy
@@ -347,8 +343,12 @@ suite() {
   collect
   return $rc
 }
-# upgrade: the upgrade test first, alone (it leaves the current version
-# installed); on failure the logs are collected and the run stops.
+
+stage "suite" suite
+
+# upgrade: the upgrade test, alone and last: it installs the earlier version
+# over the current one (the suite's other tests need a fresh install: no
+# rollout's Lease handover in the manager's logs).
 upgrade() {
   local rc=0
   # shellcheck disable=SC2086 # E2E_FLAGS are flags, one per word
@@ -356,9 +356,7 @@ upgrade() {
     E2E_ARTIFACTS="$ARTIFACTS" E2E_WORKLOAD_IMAGE="$WEB_IMG" E2E_HELM="$HELM" E2E_HELM_VALUES="$VALUES" \
     E2E_IMAGE="$IMG" E2E_UPGRADE_FROM_CHART="$OLD_CHART" E2E_UPGRADE_FROM_IMAGE="$OLD_IMG" \
     go test $E2E_FLAGS -run '^TestInClusterHelmUpgradeAndRollback$' ./test/e2e 2>&1 | tee "$ARTIFACTS/upgrade.log" || rc=$?
-  ((rc == 0)) || collect
+  collect
   return $rc
 }
 [[ -z $UPGRADE_FROM ]] || stage "upgrade and rollback" upgrade
-
-stage "suite" suite
