@@ -343,7 +343,6 @@ suite() {
   collect
   return $rc
 }
-
 stage "suite" suite
 
 # upgrade: the upgrade test, alone and last: it installs the earlier version
