@@ -14,7 +14,11 @@
 #   4. the cluster (bridge CNI by hack/kind/cni.sh on the offline image), the
 #      images loaded, the manager installed (E2E_INSTALL: helm, the default,
 #      or kustomize), both replicas available;
-#   5. go test ./test/e2e with E2E_MANAGER=deployment;
+#   5. go test ./test/e2e with E2E_MANAGER=deployment; then, alone, the
+#      upgrade test (test/e2e/upgrade_test.go): the chart and image of the
+#      commit in hack/kind/upgrade-from (built in stage 3, once per commit),
+#      helm upgrade to the current ones and helm rollback (E2E_UPGRADE=0 or
+#      E2E_INSTALL=kustomize: no upgrade test);
 #   6. the cluster deleted, unless KEEP_CLUSTER=1 (an existing cluster of the
 #      same name is reused).
 # KIND_UP=1 (make kind-up, hack/kind/up.sh) stops after stage 4.
@@ -39,6 +43,18 @@ WEB_IMG=ndsl-e2e/web:v1
 WEB_NONROOT_IMG=ndsl-e2e/web:v1-nonroot
 NFS_IMG=ndsl-e2e/nfs-stand-in:v1
 CONTROLPLANE_BIN_DIR="${CONTROLPLANE_BIN_DIR:-$ROOT/hack/bin}"
+# The earlier version the upgrade test starts from: its image, and its chart
+# taken from git into the artifacts.
+UPGRADE_FROM=""
+if [[ ${E2E_UPGRADE:-1} == 1 && ${E2E_INSTALL:-helm} == helm && ${KIND_UP:-} != 1 ]]; then
+  UPGRADE_FROM=$(grep -v '^#' hack/kind/upgrade-from)
+  if ! git cat-file -e "$UPGRADE_FROM^{commit}" 2>/dev/null; then
+    echo "e2e-kind: hack/kind/upgrade-from names $UPGRADE_FROM, not a commit of this clone (a shallow clone? fetch the history, or E2E_UPGRADE=0)" >&2
+    exit 1
+  fi
+fi
+OLD_IMG=controller-manager:upgrade-${UPGRADE_FROM:0:12}
+OLD_CHART="$ARTIFACTS/upgrade-from/charts/controller-manager"
 KUBECONFIG_FILE="$ARTIFACTS/kubeconfig"
 TIMINGS="$ARTIFACTS/timings.txt"
 export PATH="$CONTROLPLANE_BIN_DIR/kube-$KUBE_VERSION:$PATH"
@@ -139,6 +155,28 @@ workload_images() {
   scratch_image "$WEB_IMG" test/e2e/images/web
   scratch_image "$WEB_NONROOT_IMG" test/e2e/images/web 65532:65532
   scratch_image "$NFS_IMG" test/e2e/images/nfs-stand-in
+  [[ -z $UPGRADE_FROM ]] || old_image
+}
+
+# old_image: the chart of $UPGRADE_FROM into the artifacts, and its image,
+# built once per commit by that commit's own make docker-build from a git
+# archive (PREBUILT: the Go build shares this machine's module and build
+# caches); images of earlier pins go.
+old_image() {
+  local s=$SECONDS src ref
+  rm -rf "${OLD_CHART%/charts/*}" && mkdir -p "${OLD_CHART%/charts/*}"
+  git archive "$UPGRADE_FROM" charts/controller-manager | tar -x -C "${OLD_CHART%/charts/*}"
+  if ! docker image inspect "$OLD_IMG" >/dev/null 2>&1; then
+    src=$(mktemp -d)
+    git archive "$UPGRADE_FROM" | tar -x -C "$src"
+    PREBUILT=1 make -C "$src" --no-print-directory docker-build IMG="$OLD_IMG" GIT_COMMIT="$UPGRADE_FROM" \
+      VERSION="v0.0.0-$(git rev-list --count "$UPGRADE_FROM")-g${UPGRADE_FROM:0:7}"
+    rm -rf "$src"
+  fi
+  for ref in $(docker image ls --format '{{.Repository}}:{{.Tag}}' controller-manager); do
+    [[ $ref != controller-manager:upgrade-* || $ref == "$OLD_IMG" ]] || docker rmi "$ref" >/dev/null
+  done
+  echo "e2e-kind: upgrade-from image $OLD_IMG and chart in $((SECONDS - s))s"
 }
 
 images() {
@@ -154,7 +192,7 @@ images() {
     tail -30 "$ARTIFACTS/image-build.log" >&2
     return 1
   }
-  grep -h "image/build.sh: built" "$ARTIFACTS/image-build.log" | sed 's/^/  /' >>"$TIMINGS" || true
+  grep -h "image/build.sh: built\|upgrade-from image" "$ARTIFACTS/image-build.log" | sed 's/^/  /' >>"$TIMINGS" || true
 }
 stage "images (node, manager, web)" images
 NODE_IMAGE=$(cat "$ARTIFACTS/node-image")
@@ -180,6 +218,18 @@ kubeadmConfigPatches:
   - |
     kind: KubeletConfiguration
     failCgroupV1: false
+  # The request load (10 Apps created and deleted a second, each with a
+  # Deployment) needs about 50 writes a second from the Deployment
+  # controller and the garbage collector, beyond their default 20 QPS each:
+  # the backlog then delays the manager's own rollouts by minutes.
+  - |
+    kind: ClusterConfiguration
+    controllerManager:
+      extraArgs:
+        - name: kube-api-qps
+          value: "100"
+        - name: kube-api-burst
+          value: "200"
 EOF
   if $offline; then
     cat <<EOF
@@ -226,7 +276,9 @@ create_cluster() {
 stage "cluster create" create_cluster
 
 deploy() {
-  "$KIND" load docker-image "$IMG" "$WEB_IMG" "$WEB_NONROOT_IMG" "$NFS_IMG" --name "$KIND_CLUSTER"
+  local old=()
+  [[ -z $UPGRADE_FROM ]] || old=("$OLD_IMG")
+  "$KIND" load docker-image "$IMG" "${old[@]}" "$WEB_IMG" "$WEB_NONROOT_IMG" "$NFS_IMG" --name "$KIND_CLUSTER"
   # kind has no NFS server: the Pipeline samples' volumes get node-local
   # directories from a stand-in for the NFS CSI driver.
   k apply -f test/e2e/images/nfs-stand-in/deploy.yaml
@@ -254,18 +306,21 @@ deploy() {
 # inversion) and the annotated Service would get no Ingress.
 DOMAIN_ARGS=(--app-ingress-domain=apps.e2e.test --ingress-default-domain=ingress.e2e.test)
 
+# The user's values, the same file for every chart version the upgrade
+# test installs.
+VALUES="$ARTIFACTS/values.yaml"
+printf 'extraArgs: [%s]\n' "$(IFS=,; echo "${DOMAIN_ARGS[*]}")" >"$VALUES"
+
 # helm_install: the chart into ndsl-system, as the README's helm install
 # does, with the e2e image; the namespace enforces PodSecurity restricted
 # like manifests/manager/namespace.yaml's.
 helm_install() {
-  local helm
-  helm=$(hack/build-helm.sh)
   k create namespace ndsl-system --dry-run=client -o yaml | k apply -f -
   k label namespace ndsl-system pod-security.kubernetes.io/enforce=restricted --overwrite
-  "$helm" upgrade --install ndsl charts/controller-manager --kubeconfig "$KUBECONFIG_FILE" --namespace ndsl-system \
-    --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}" \
-    --set "extraArgs={$(IFS=,; echo "${DOMAIN_ARGS[*]}")}"
+  "$HELM" upgrade --install ndsl charts/controller-manager --kubeconfig "$KUBECONFIG_FILE" --namespace ndsl-system \
+    -f "$VALUES" --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}"
 }
+[[ ${E2E_INSTALL:-helm} != helm ]] || HELM=$(hack/build-helm.sh)
 stage "load images and deploy" deploy
 [[ ${KIND_UP:-} != 1 ]] || exit 0
 
@@ -289,3 +344,18 @@ suite() {
   return $rc
 }
 stage "suite" suite
+
+# upgrade: the upgrade test, alone and last: it installs the earlier version
+# over the current one (the suite's other tests need a fresh install: no
+# rollout's Lease handover in the manager's logs).
+upgrade() {
+  local rc=0
+  # shellcheck disable=SC2086 # E2E_FLAGS are flags, one per word
+  KUBECONFIG="$KUBECONFIG_FILE" E2E_USE_EXISTING_CLUSTER=true E2E_MANAGER=deployment \
+    E2E_ARTIFACTS="$ARTIFACTS" E2E_WORKLOAD_IMAGE="$WEB_IMG" E2E_HELM="$HELM" E2E_HELM_VALUES="$VALUES" \
+    E2E_IMAGE="$IMG" E2E_UPGRADE_FROM_CHART="$OLD_CHART" E2E_UPGRADE_FROM_IMAGE="$OLD_IMG" \
+    go test $E2E_FLAGS -run '^TestInClusterHelmUpgradeAndRollback$' ./test/e2e 2>&1 | tee "$ARTIFACTS/upgrade.log" || rc=$?
+  collect
+  return $rc
+}
+[[ -z $UPGRADE_FROM ]] || stage "upgrade and rollback" upgrade
