@@ -9,11 +9,12 @@
 #      for our Kubernetes version if it can be pulled; else one built here
 #      without a registry (hack/kind/build-node-image.sh, cached);
 #   3. at the same time, the manager's image (make docker-build), the
-#      stand-in for the samples' nginx (test/e2e/images/web) and one for the
-#      NFS CSI driver (test/e2e/images/nfs-stand-in);
+#      stand-in for the samples' nginx (test/e2e/images/web), one for the
+#      NFS CSI driver (test/e2e/images/nfs-stand-in) and the helm test's
+#      (make chart-test-image);
 #   4. the cluster (bridge CNI by hack/kind/cni.sh on the offline image), the
 #      images loaded, the manager installed (E2E_INSTALL: helm, the default,
-#      or kustomize), both replicas available;
+#      or kustomize), both replicas available; with helm, helm test;
 #   5. go test ./test/e2e with E2E_MANAGER=deployment; then, alone, the
 #      upgrade test (test/e2e/upgrade_test.go): the chart and image of the
 #      commit in hack/kind/upgrade-from (built in stage 3, once per commit),
@@ -42,6 +43,8 @@ WEB_IMG=ndsl-e2e/web:v1
 # restricted (runAsNonRoot refuses an image without a non-root USER).
 WEB_NONROOT_IMG=ndsl-e2e/web:v1-nonroot
 NFS_IMG=ndsl-e2e/nfs-stand-in:v1
+# The chart's helm test (make chart-test-image), run after the install.
+CHART_TEST_IMG=controller-manager-chart-test:e2e
 CONTROLPLANE_BIN_DIR="${CONTROLPLANE_BIN_DIR:-$ROOT/hack/bin}"
 # The earlier version the upgrade test starts from: its image, and its chart
 # taken from git into the artifacts.
@@ -155,6 +158,7 @@ workload_images() {
   scratch_image "$WEB_IMG" test/e2e/images/web
   scratch_image "$WEB_NONROOT_IMG" test/e2e/images/web 65532:65532
   scratch_image "$NFS_IMG" test/e2e/images/nfs-stand-in
+  [[ ${E2E_INSTALL:-helm} != helm ]] || make --no-print-directory chart-test-image CHART_TEST_IMG="$CHART_TEST_IMG"
   [[ -z $UPGRADE_FROM ]] || old_image
 }
 
@@ -276,9 +280,10 @@ create_cluster() {
 stage "cluster create" create_cluster
 
 deploy() {
-  local old=()
-  [[ -z $UPGRADE_FROM ]] || old=("$OLD_IMG")
-  "$KIND" load docker-image "$IMG" "${old[@]}" "$WEB_IMG" "$WEB_NONROOT_IMG" "$NFS_IMG" --name "$KIND_CLUSTER"
+  local more=()
+  [[ -z $UPGRADE_FROM ]] || more+=("$OLD_IMG")
+  [[ ${E2E_INSTALL:-helm} != helm ]] || more+=("$CHART_TEST_IMG")
+  "$KIND" load docker-image "$IMG" "${more[@]}" "$WEB_IMG" "$WEB_NONROOT_IMG" "$NFS_IMG" --name "$KIND_CLUSTER"
   # kind has no NFS server: the Pipeline samples' volumes get node-local
   # directories from a stand-in for the NFS CSI driver.
   k apply -f test/e2e/images/nfs-stand-in/deploy.yaml
@@ -310,6 +315,8 @@ DOMAIN_ARGS=(--app-ingress-domain=apps.e2e.test --ingress-default-domain=ingress
 # test installs.
 VALUES="$ARTIFACTS/values.yaml"
 printf 'extraArgs: [%s]\n' "$(IFS=,; echo "${DOMAIN_ARGS[*]}")" >"$VALUES"
+# helm test's image, loaded into the nodes (charts without tests ignore it).
+printf 'tests:\n  image: {repository: %s, tag: %s}\n' "${CHART_TEST_IMG%:*}" "${CHART_TEST_IMG##*:}" >>"$VALUES"
 
 # helm_install: the chart into ndsl-system, as the README's helm install
 # does, with the e2e image; the namespace enforces PodSecurity restricted
@@ -323,6 +330,14 @@ helm_install() {
 [[ ${E2E_INSTALL:-helm} != helm ]] || HELM=$(hack/build-helm.sh)
 stage "load images and deploy" deploy
 [[ ${KIND_UP:-} != 1 ]] || exit 0
+
+# helm test: the chart's own check (templates/tests: an App created through
+# the webhooks, converged by the manager, deleted) on the fresh install.
+helm_test() {
+  "$HELM" test ndsl --kubeconfig "$KUBECONFIG_FILE" --namespace ndsl-system --logs --timeout 3m 2>&1 |
+    tee "$ARTIFACTS/helm-test.log"
+}
+[[ ${E2E_INSTALL:-helm} != helm ]] || stage "helm test" helm_test
 
 # --- 5. the suite -----------------------------------------------------------
 collect() {
