@@ -157,6 +157,9 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 			return nil, m.abort(err)
 		}
 		readiness = append(readiness, m.webhooks.server.CertificateCheck())
+		if m.webhooks.trusted != nil {
+			readiness = append(readiness, m.webhooks.trusted)
+		}
 		m.lameDuck.stopped = append(m.lameDuck.stopped, m.webhooks.server.Stopped())
 		// Callers on kept-alive connections move to the other replicas
 		// during the delay, not when the server closes at its end.

@@ -26,6 +26,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
@@ -44,6 +45,9 @@ type webhooks struct {
 	// managed is the certificate the manager issues itself; nil when it is
 	// mounted from elsewhere (--webhook-cert-dir).
 	managed *certs.ServingContent
+	// trusted fails /readyz until the caBundles trust managed; nil with
+	// mounted files (cert-manager's cainjector writes those caBundles).
+	trusted healthz.HealthChecker
 }
 
 // startWebhooks registers every webhook, chooses where the serving
@@ -77,6 +81,7 @@ func (m *Manager) startWebhooks(ctx context.Context) (*webhooks, error) {
 		}
 		content = cm.ServingCertificate()
 		w.managed = cm.ServingCertificate()
+		w.trusted = cm.TrustedCheck()
 		w.runCerts = cm.Run
 	}
 

@@ -397,3 +397,39 @@ func servedLeaf(addr string, bundle []byte) (*x509.Certificate, error) {
 	defer conn.Close()
 	return conn.(*tls.Conn).ConnectionState().PeerCertificates[0], nil
 }
+
+// blankBundles empties the caBundle of every webhook and of the CRD's
+// conversion webhook.
+func (e *env) blankBundles(ctx context.Context) {
+	e.t.Helper()
+	admission := cp.Client.AdmissionregistrationV1()
+	vwc, err := admission.ValidatingWebhookConfigurations().Get(ctx, e.configName(), metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := range vwc.Webhooks {
+		vwc.Webhooks[i].ClientConfig.CABundle = nil
+	}
+	if _, err := admission.ValidatingWebhookConfigurations().Update(ctx, vwc, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	mwc, err := admission.MutatingWebhookConfigurations().Get(ctx, e.configName(), metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := range mwc.Webhooks {
+		mwc.Webhooks[i].ClientConfig.CABundle = nil
+	}
+	if _, err := admission.MutatingWebhookConfigurations().Update(ctx, mwc, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	crds := e.crds.ApiextensionsV1().CustomResourceDefinitions()
+	crd, err := crds.Get(ctx, e.crdName(), metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	crd.Spec.Conversion.Webhook.ClientConfig.CABundle = nil
+	if _, err := crds.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
