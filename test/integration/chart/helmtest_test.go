@@ -113,13 +113,11 @@ func TestChartHelmTestAgainstManager(t *testing.T) {
 	ctx := context.Background()
 	kubeconfig := cp.KubeconfigPath
 	values := map[string]any{"webhooks": map[string]any{"enabled": false}} // the API server here cannot reach a webhook Service
+	installing(t, ns)
 	if out, err := helm(t, "upgrade", release, chartDir(t), "--install", "--kubeconfig", kubeconfig, "--namespace", ns,
 		"--create-namespace", "-f", valuesFile(t, values)); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
-	t.Cleanup(func() {
-		_, _ = helm(t, "uninstall", release, "--kubeconfig", kubeconfig, "--namespace", ns)
-	})
 	out, err := helm(t, "get", "hooks", release, "--kubeconfig", kubeconfig, "--namespace", ns)
 	if err != nil {
 		t.Fatal(err)

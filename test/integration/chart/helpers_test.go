@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
+	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
 // helmVersion names the directory hack/build-helm.sh builds helm into.
@@ -83,6 +84,21 @@ func helm(t *testing.T, args ...string) (string, error) {
 		return stdout.String(), fmt.Errorf("helm %s: %w\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
 	return stdout.String(), nil
+}
+
+// installing prepares a test that helm installs the chart into namespace:
+// it runs the chart's CRD hook Jobs (framework.RunHookJobs; without them
+// helm waits for the pre-install Job until it times out) until the test's
+// end, and uninstalls the release then, so that a failed test leaves no
+// release for the next one to trip on ("cannot reuse a name").
+func installing(t *testing.T, namespace string) {
+	t.Helper()
+	t.Cleanup(framework.RunHookJobs(t, cp)) // last: the uninstall below runs the pre-delete Job
+	t.Cleanup(func() {
+		if out, err := helm(t, "uninstall", release, "--ignore-not-found", "--kubeconfig", cp.KubeconfigPath, "--namespace", namespace); err != nil {
+			t.Errorf("helm uninstall at the test's end: %v\n%s", err, out)
+		}
+	})
 }
 
 // valuesFile writes values as a values file for helm -f.

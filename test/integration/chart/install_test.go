@@ -93,7 +93,7 @@ func TestChartInstallUpgradeKeepsCABundles(t *testing.T) {
 	const ns = "platform"
 	ctx := context.Background()
 	kubeconfig := cp.KubeconfigPath
-	defer framework.RunHookJobs(t, cp)() // the CRDs' hook Jobs
+	installing(t, ns)
 	values := map[string]any{
 		"cleanup": map[string]any{"enabled": true},
 		"metrics": map[string]any{"dashboard": map[string]any{"enabled": true},

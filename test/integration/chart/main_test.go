@@ -18,7 +18,9 @@ limitations under the License.
 // with several value sets; what it renders against manifests/ (the same
 // objects, rules and flags), in any namespace, with no caBundle; and
 // helm install and upgrade against a real kube-apiserver, where an upgrade
-// must leave the caBundles the manager injected alone. helm is built by
+// must leave the caBundles the manager injected alone. No Job controller
+// runs here: a test that installs calls installing, whose
+// framework.RunHookJobs plays it for the CRD hook Jobs. helm is built by
 // hack/build-helm.sh (make helm).
 package chart
 

@@ -54,9 +54,7 @@ func TestChartServerSideUpgradeRemovesWebhooks(t *testing.T) {
 			t.Fatalf("%s: %v\n%s", step, err, out)
 		}
 	}
-	t.Cleanup(func() {
-		_, _ = helm(t, "uninstall", release, "--kubeconfig", kubeconfig, "--namespace", ns)
-	})
+	installing(t, ns)
 	// Explicit: helm upgrade reuses the last release's values when given none.
 	on := map[string]any{"webhooks": map[string]any{"enabled": true}}
 	off := map[string]any{"webhooks": map[string]any{"enabled": false}}
