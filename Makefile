@@ -45,7 +45,7 @@ helm: ## Build the helm CLI from Go modules into hack/bin (the chart's tests, ma
 	@hack/build-helm.sh >/dev/null
 
 .PHONY: kustomize
-kustomize: ## Build the kustomize CLIs the manifests are tested with (the oldest and the newest users have) from Go modules into hack/bin.
+kustomize: ## Build the oldest kustomize users have (v5.0.1; the newest is kubectl's) from Go modules into hack/bin, for the manifests' tests.
 	@hack/build-kustomize.sh >/dev/null
 
 .PHONY: chart-package
