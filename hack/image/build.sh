@@ -68,7 +68,7 @@ if [[ ${PREBUILT:-} == 1 ]]; then
   # The Makefile's build flags (no -trimpath), so that the compile reuses
   # make build's cache and only the link runs again.
   log "PREBUILT=1: building the binary on this machine into _output/image/"
-  (cd "$ROOT" && CGO_ENABLED=0 go build -ldflags "$LDFLAGS" -o _output/image/controller-manager ./cmd/controller-manager)
+  (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "$LDFLAGS" -o _output/image/controller-manager ./cmd/controller-manager)
   args+=(--build-arg BINARY=prebuilt)
 fi
 
