@@ -66,6 +66,11 @@ func install(t *testing.T) {
 			installErr = err
 			return
 		}
+		// The manager's namespace, which manifests/default creates and
+		// manifests/rbac's ServiceAccount names.
+		if _, installErr = kubectl("create", "namespace", "ndsl-system"); installErr != nil && !strings.Contains(installErr.Error(), "AlreadyExists") {
+			return
+		}
 		if _, installErr = kubectl("apply", "-k", filepath.Join(root, "manifests", "rbac")); installErr != nil {
 			return
 		}
