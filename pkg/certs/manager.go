@@ -285,7 +285,9 @@ func (m *Manager) Run(ctx context.Context) {
 	// Serving needs the Secret only. A target that cannot be read (not
 	// installed, or no RBAC for it) must not keep the webhooks from being
 	// served: it is skipped until its informer has synced, and its first
-	// objects then trigger a sync.
+	// objects then trigger a sync. Readiness (TrustedCheck) does wait for
+	// the targets: until they trust the served certificate, the API server
+	// routed to this replica would refuse its TLS.
 	synced := []cache.InformerSynced{m.secrets.HasSynced}
 	if m.configMaps != nil {
 		synced = append(synced, m.configMaps.HasSynced)
