@@ -374,3 +374,20 @@ upgrade() {
   return $rc
 }
 [[ -z $UPGRADE_FROM ]] || stage "upgrade and rollback" upgrade
+
+# reinstall: helm uninstall of ndsl (its pre-delete hook releases the kept
+# CRDs), reads and a namespace deletion with no manager, then helm install
+# under another release name into other-system, which takes the CRDs over
+# (test/e2e/reinstall_test.go). Last: it removes the install the other
+# stages test.
+reinstall() {
+  local rc=0
+  # shellcheck disable=SC2086 # E2E_FLAGS are flags, one per word
+  KUBECONFIG="$KUBECONFIG_FILE" E2E_USE_EXISTING_CLUSTER=true E2E_MANAGER=deployment \
+    E2E_ARTIFACTS="$ARTIFACTS" E2E_WORKLOAD_IMAGE="$WEB_IMG" E2E_NFS_STAND_IN=true E2E_HELM="$HELM" \
+    E2E_HELM_VALUES="$VALUES" E2E_IMAGE="$IMG" E2E_REINSTALL=true \
+    go test $E2E_FLAGS -run '^TestInClusterHelmUninstallAndReinstallElsewhere$' ./test/e2e 2>&1 | tee "$ARTIFACTS/reinstall.log" || rc=$?
+  collect
+  return $rc
+}
+[[ ${E2E_INSTALL:-helm} != helm ]] || stage "uninstall and reinstall" reinstall
