@@ -19,7 +19,9 @@
 #      upgrade test (test/e2e/upgrade_test.go): the chart and image of the
 #      commit in hack/kind/upgrade-from (built in stage 3, once per commit),
 #      helm upgrade to the current ones and helm rollback (E2E_UPGRADE=0 or
-#      E2E_INSTALL=kustomize: no upgrade test);
+#      E2E_INSTALL=kustomize: no upgrade test); last, with helm, the
+#      uninstall and reinstall test (test/e2e/reinstall_test.go): helm
+#      uninstall, then helm install under another name into other-system;
 #   6. the cluster deleted, unless KEEP_CLUSTER=1 (an existing cluster of the
 #      same name is reused).
 # KIND_UP=1 (make kind-up, hack/kind/up.sh) stops after stage 4.
