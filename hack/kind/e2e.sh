@@ -19,7 +19,9 @@
 #      upgrade test (test/e2e/upgrade_test.go): the chart and image of the
 #      commit in hack/kind/upgrade-from (built in stage 3, once per commit),
 #      helm upgrade to the current ones and helm rollback (E2E_UPGRADE=0 or
-#      E2E_INSTALL=kustomize: no upgrade test);
+#      E2E_INSTALL=kustomize: no upgrade test); last, with helm, the
+#      uninstall and reinstall test (test/e2e/reinstall_test.go): helm
+#      uninstall, then helm install under another name into other-system;
 #   6. the cluster deleted, unless KEEP_CLUSTER=1 (an existing cluster of the
 #      same name is reused).
 # KIND_UP=1 (make kind-up, hack/kind/up.sh) stops after stage 4.
@@ -374,3 +376,20 @@ upgrade() {
   return $rc
 }
 [[ -z $UPGRADE_FROM ]] || stage "upgrade and rollback" upgrade
+
+# reinstall: helm uninstall of ndsl (its pre-delete hook releases the kept
+# CRDs), reads and a namespace deletion with no manager, then helm install
+# under another release name into other-system, which takes the CRDs over
+# (test/e2e/reinstall_test.go). Last: it removes the install the other
+# stages test.
+reinstall() {
+  local rc=0
+  # shellcheck disable=SC2086 # E2E_FLAGS are flags, one per word
+  KUBECONFIG="$KUBECONFIG_FILE" E2E_USE_EXISTING_CLUSTER=true E2E_MANAGER=deployment \
+    E2E_ARTIFACTS="$ARTIFACTS" E2E_WORKLOAD_IMAGE="$WEB_IMG" E2E_NFS_STAND_IN=true E2E_HELM="$HELM" \
+    E2E_HELM_VALUES="$VALUES" E2E_IMAGE="$IMG" E2E_REINSTALL=true \
+    go test $E2E_FLAGS -run '^TestInClusterHelmUninstallAndReinstallElsewhere$' ./test/e2e 2>&1 | tee "$ARTIFACTS/reinstall.log" || rc=$?
+  collect
+  return $rc
+}
+[[ ${E2E_INSTALL:-helm} != helm ]] || stage "uninstall and reinstall" reinstall

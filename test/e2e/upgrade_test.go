@@ -242,12 +242,20 @@ func managerImage(t *testing.T) string {
 }
 
 // waitManagerRolledOut waits until the manager's Deployment has rolled out
-// image: observed, every replica updated and available, and only its two
-// pods left, Running and Ready with image. It returns them.
+// image and only its two pods are left, Running and Ready. It returns them.
 func waitManagerRolledOut(t *testing.T, image string) []corev1.Pod {
 	t.Helper()
-	eventually(t, disruptionTimeout, "the manager's Deployment to roll out "+image, func(ctx context.Context) (bool, error) {
-		d, err := cluster.Kube.AppsV1().Deployments(framework.ManagerNamespace).Get(ctx, framework.ManagerDeploymentName, metav1.GetOptions{})
+	waitDeploymentRolledOut(t, framework.ManagerNamespace, framework.ManagerDeploymentName, image)
+	return waitManagerReady(t, time.Minute)
+}
+
+// waitDeploymentRolledOut waits until the Deployment ns/name has rolled out
+// image: observed, every replica updated and available, and no pod of
+// another image or being deleted left.
+func waitDeploymentRolledOut(t *testing.T, ns, name, image string) {
+	t.Helper()
+	eventually(t, disruptionTimeout, "Deployment "+ns+"/"+name+" to roll out "+image, func(ctx context.Context) (bool, error) {
+		d, err := cluster.Kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -260,7 +268,7 @@ func waitManagerRolledOut(t *testing.T, image string) []corev1.Pod {
 			return false, fmt.Errorf("generation %d observed %d, %d replicas: %d updated, %d available, %d in all",
 				d.Generation, s.ObservedGeneration, want, s.UpdatedReplicas, s.AvailableReplicas, s.Replicas)
 		}
-		list, err := cluster.Kube.CoreV1().Pods(framework.ManagerNamespace).List(ctx, metav1.ListOptions{LabelSelector: managerSelector})
+		list, err := cluster.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: managerSelector})
 		if err != nil {
 			return false, err
 		}
@@ -271,7 +279,6 @@ func waitManagerRolledOut(t *testing.T, image string) []corev1.Pod {
 		}
 		return true, nil
 	})
-	return waitManagerReady(t, time.Minute)
 }
 
 // appsWorld is what a manager upgrade must leave alone: the Apps' children
