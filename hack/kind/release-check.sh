@@ -7,8 +7,9 @@
 #
 #   1. make release for RELEASE_CHECK_FROM (0.2.0) and RELEASE_CHECK_TO
 #      (0.2.1), both from this tree, each into its own dist directory;
-#   2. a local OCI registry on the host (go-containerregistry's cmd/registry,
-#      built from Go modules) on RELEASE_CHECK_PORT (5055), holding both
+#   2. a local OCI registry on the host (hack/tools/registry:
+#      go-containerregistry's, built from Go modules) on RELEASE_CHECK_PORT
+#      (5055) of localhost and of Docker's bridge gateway, holding both
 #      releases' images under ndsl/, their charts under ndsl/charts, and the
 #      web stand-in (test/e2e/images/web) as library/nginx:latest for the
 #      App sample's nginx:latest;
@@ -38,7 +39,6 @@ TO=${RELEASE_CHECK_TO:-0.2.1}
 PORT=${RELEASE_CHECK_PORT:-5055}
 KIND_CLUSTER=release-check
 KUBE_VERSION=v1.36.3
-REGISTRY_VERSION=v0.22.1
 KIND_CACHE="${KIND_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ndsl-kind}"
 OUT="$ROOT/_output/release-check"
 WORK="$OUT/work" # the user's directory: my-values.yaml goes here
@@ -78,6 +78,8 @@ finish() {
 trap finish EXIT
 
 # --- 1. the releases, and the tools --------------------------------------
+shim=$(hack/kind/docker.sh)
+[[ -z $shim ]] || export PATH="$shim:$PATH"
 HELM=$(hack/build-helm.sh 2>/dev/null)
 export PATH="$(dirname "$HELM"):$PATH"
 releases() {
@@ -91,16 +93,15 @@ releases() {
 stage "make release $FROM and $TO" releases
 
 # --- 2. the registry -----------------------------------------------------
-REGISTRY="$KIND_CACHE/bin/registry-$REGISTRY_VERSION/registry"
+# The host as kind's node containers reach it: Docker's default bridge gateway.
+HOST=$(docker network inspect bridge -f '{{(index .IPAM.Config 0).Gateway}}')
 registry() {
-  if [[ ! -x $REGISTRY ]]; then
-    GOWORK=off GOFLAGS=-mod=mod GOBIN="$(dirname "$REGISTRY")" \
-      go install "github.com/google/go-containerregistry/cmd/registry@$REGISTRY_VERSION"
-  fi
+  local name
+  (cd hack/tools/registry && GOWORK=off go build -o "$OUT/registry" .)
   if curl -s -o /dev/null "http://localhost:$PORT/"; then
     die "port $PORT is taken: set RELEASE_CHECK_PORT to a free one"
   fi
-  "$REGISTRY" -port "$PORT" >"$OUT/registry.log" 2>&1 &
+  "$OUT/registry" "127.0.0.1:$PORT" "$HOST:$PORT" >"$OUT/registry.log" 2>&1 &
   registry_pid=$!
   local i
   for i in $(seq 1 50); do
@@ -133,13 +134,9 @@ registry() {
 stage "registry, images and charts pushed" registry
 
 # --- 3. the cluster --------------------------------------------------------
-shim=$(hack/kind/docker.sh)
-[[ -z $shim ]] || export PATH="$shim:$PATH"
 KIND=$(hack/kind/build-node-image.sh kind)
 NODE_IMAGE=$(hack/kind/build-node-image.sh name)
 docker image inspect "$NODE_IMAGE" >/dev/null 2>&1 || NODE_IMAGE=$(hack/kind/build-node-image.sh all)
-# The host as the node containers reach it: Docker's default bridge gateway.
-HOST=$(docker network inspect bridge -f '{{(index .IPAM.Config 0).Gateway}}')
 cluster() {
   local etcd_tag
   etcd_tag=$(docker image inspect "$NODE_IMAGE" --format '{{index .Config.Labels "io.ndsl.kind.etcd-image-tag"}}')
@@ -175,7 +172,8 @@ EOF
   hack/kind/cni.sh "$KUBECONFIG"
   kubectl wait --for=condition=Ready node --all --timeout=3m
   kubectl -n kube-system rollout status deployment/coredns --timeout=3m
-  docker exec "$KIND_CLUSTER-worker" curl -sf "http://$HOST:$PORT/v2/" >/dev/null ||
+  # The node image has no curl.
+  docker exec "$KIND_CLUSTER-worker" bash -c "exec 3<>/dev/tcp/$HOST/$PORT && printf 'GET /v2/ HTTP/1.0\r\n\r\n' >&3 && head -1 <&3" | grep -q ' 200 ' ||
     die "the nodes cannot reach the registry at http://$HOST:$PORT"
 }
 stage "cluster create" cluster
