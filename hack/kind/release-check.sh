@@ -209,18 +209,34 @@ run_block() {
   fi
 }
 
+# check_image VERSION: the manager rolled out, every pod of it runs the
+# release's image, pulled as written through the mirror (its digest is the
+# one the registry serves for that tag).
 check_image() {
-  local want="ghcr.io/ndsl/controller-manager:v$1" got
+  local want="ghcr.io/ndsl/controller-manager:v$1" got digest
   kubectl -n ndsl-system rollout status deployment/controller-manager --timeout=3m >&2
   got=$(kubectl -n ndsl-system get deployment controller-manager -o jsonpath='{.spec.template.spec.containers[0].image}')
   [[ $got == "$want" ]] || die "the manager runs $got, not $want"
-  got=$(kubectl -n ndsl-system get pods -l app.kubernetes.io/component=controller-manager \
-    -o jsonpath='{range .items[*]}{.metadata.name}: {.status.containerStatuses[0].imageID}{" "}{end}')
-  log "manager pods run: $got"
+  digest=$(curl -sfI -H 'Accept: application/vnd.oci.image.index.v1+json' \
+    "http://localhost:$PORT/v2/ndsl/controller-manager/manifests/v$1" | tr -d '\r' | sed -n 's/^Docker-Content-Digest: //ip')
+  # Pods of the old ReplicaSet may still be terminating.
+  got=$(kubectl -n ndsl-system get pods -l app.kubernetes.io/component=controller-manager -o go-template \
+    --template '{{range .items}}{{if not .metadata.deletionTimestamp}}{{(index .status.containerStatuses 0).imageID}}{{"\n"}}{{end}}{{end}}' | sort -u)
+  [[ $got == "ghcr.io/ndsl/controller-manager@$digest" ]] || die "the manager's pods run $got, not v$1 ($digest)"
+  log "the manager runs $want: $got"
 }
+# check_app [no-domain]: the sample App Ready; with no-domain (install.yaml
+# sets no --app-ingress-domain) its 3 replicas ready and Ready=False for
+# IngressHostRequired, as the README's "A first App" says.
 check_app() {
-  kubectl -n demo wait --for=condition=Ready apps.ingress.example.com/app-sample --timeout=3m >&2 ||
-    { kubectl -n demo describe apps.ingress.example.com app-sample >&2; die "App app-sample is not Ready"; }
+  if [[ ${1:-} == no-domain ]]; then
+    kubectl -n demo wait --for=jsonpath='{.status.readyReplicas}'=3 apps.ingress.example.com/app-sample --timeout=3m >&2 &&
+      [[ $(kubectl -n demo get apps.ingress.example.com app-sample -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}') == IngressHostRequired ]] ||
+      { kubectl -n demo describe apps.ingress.example.com app-sample >&2; die "App app-sample: not 3 ready replicas and Ready=False IngressHostRequired"; }
+  else
+    kubectl -n demo wait --for=condition=Ready apps.ingress.example.com/app-sample --timeout=3m >&2 ||
+      { kubectl -n demo describe apps.ingress.example.com app-sample >&2; die "App app-sample is not Ready"; }
+  fi
   kubectl -n demo get apps.ingress.example.com app-sample \
     -o jsonpath='{range .status.conditions[*]}{.type}={.status} ({.reason}){"\n"}{end}' >&2
 }
@@ -260,7 +276,7 @@ kubectl_pass() {
   run_block "$TO" "Install with kustomize" 1
   check_image "$TO"
   run_block "$TO" "A first App" 1
-  check_app
+  check_app no-domain
   run_block "$TO" "Uninstall" 2
   check_gone
 }
