@@ -64,6 +64,11 @@ type registration struct {
 // leaves no handler of its stopped self behind, feeding a dead queue.
 func (b *Base) Handle(informer cache.SharedInformer, handler cache.ResourceEventHandler) error {
 	handle, err := informer.AddEventHandler(handler)
+	return b.remember(informer, handle, err)
+}
+
+// remember keeps a registration for Run to remove.
+func (b *Base) remember(informer cache.SharedInformer, handle cache.ResourceEventHandlerRegistration, err error) error {
 	if err != nil {
 		return err
 	}
@@ -93,11 +98,7 @@ func (b *Base) Track(parts ...Tracked) error {
 // handleWithoutResync is Handle for a handler that resyncs never concern.
 func (b *Base) handleWithoutResync(informer cache.SharedInformer, handler cache.ResourceEventHandler) error {
 	handle, err := informer.AddEventHandlerWithResyncPeriod(handler, 0)
-	if err != nil {
-		return err
-	}
-	b.handlers = append(b.handlers, registration{informer: informer, handle: handle})
-	return nil
+	return b.remember(informer, handle, err)
 }
 
 // onStop runs stop when Run returns.
