@@ -15,6 +15,9 @@
 #   controller-manager-vX.Y.Z.spdx.json  SPDX SBOM of the binaries' Go modules (hack/sbom)
 #   SHA256SUMS                           of the five above
 #
+# RELEASE_PLATFORMS (default: linux/amd64 linux/arm64) chooses the image's
+# platforms; test/release builds linux/amd64 only.
+#
 # Timestamps in the image and the SBOM are SOURCE_DATE_EPOCH, else the commit's.
 set -euo pipefail
 
@@ -41,7 +44,7 @@ dist=$(cd "$dist" && pwd)
 archive=controller-manager-$tag.oci.tar testArchive=controller-manager-chart-test-$tag.oci.tar chart=controller-manager-$version.tgz sbom=controller-manager-$tag.spdx.json
 rm -f "$dist/$archive" "$dist/$testArchive" "$dist/install.yaml" "$dist/$chart" "$dist/$sbom" "$dist/SHA256SUMS"
 
-platforms=(linux/amd64 linux/arm64)
+read -ra platforms <<<"${RELEASE_PLATFORMS:-linux/amd64 linux/arm64}"
 binaries=() testBinaries=()
 for p in "${platforms[@]}"; do
   log "building the $p binaries"

@@ -89,7 +89,9 @@ func TestChaos(t *testing.T) {
 			if c.artifacts != "" && mode.name != "single" {
 				c.artifacts = filepath.Join(c.artifacts, mode.name)
 			}
-			t.Run(mode.name, func(t *testing.T) { runChaos(t, c) })
+			// Side by side: each has its own control plane, managers and
+			// stand-ins, and CI's wall time is this package's.
+			t.Run(mode.name, func(t *testing.T) { t.Parallel(); runChaos(t, c) })
 		}
 		return
 	}

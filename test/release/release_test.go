@@ -47,6 +47,7 @@ const (
 	// Not the published repository, so that docker load never shadows a real release.
 	repository = "ndsl-release-test.local/controller-manager"
 	image      = repository + ":" + tag
+	platform   = "linux/amd64"
 )
 
 func TestRelease(t *testing.T) {
@@ -57,7 +58,9 @@ func TestRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	dist := t.TempDir()
-	run(ctx, t, root, "make", "--no-print-directory", "release", "VERSION="+version, "RELEASE_IMAGE="+repository, "DIST="+dist)
+	// One platform: a second would cross-compile every dependency again
+	// (minutes, cold). hack/ociimage's own test covers several platforms.
+	run(ctx, t, root, "make", "--no-print-directory", "release", "VERSION="+version, "RELEASE_IMAGE="+repository, "DIST="+dist, "RELEASE_PLATFORMS="+platform)
 
 	archive := "controller-manager-" + tag + ".oci.tar"
 	testArchive := "controller-manager-chart-test-" + tag + ".oci.tar"
@@ -163,7 +166,7 @@ func TestRelease(t *testing.T) {
 	})
 
 	var amd64Binary []byte
-	t.Run("the archive holds both platforms", func(t *testing.T) {
+	t.Run("the archive holds the platform asked for", func(t *testing.T) {
 		files := untar(t, readFile(t, filepath.Join(dist, archive)))
 		for name, data := range files {
 			if d, ok := strings.CutPrefix(name, "blobs/sha256/"); ok && sha256Hex(data) != d {
@@ -221,8 +224,8 @@ func TestRelease(t *testing.T) {
 				amd64Binary = binary
 			}
 		}
-		if fmt.Sprint(platforms) != "[linux/amd64 linux/arm64]" {
-			t.Errorf("the image index has platforms %v; want linux/amd64 and linux/arm64", platforms)
+		if fmt.Sprint(platforms) != "["+platform+"]" {
+			t.Errorf("the image index has platforms %v; want %s", platforms, platform)
 		}
 	})
 

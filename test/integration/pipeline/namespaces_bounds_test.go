@@ -133,6 +133,9 @@ func TestOverlappingStorageIsRefused(t *testing.T) {
 	victim.Spec.ModelStorage.CSIParameter = map[string]string{"server": "10.0.0.1", "share": "/exports/overlap-team1"}
 	victim = e.create(victim)
 	e.waitDeployments(victim.Name, stepName(victim.Name, "a"))
+	// Its status too: the check below reads it once, and under load it was
+	// not written yet (an empty condition is not False).
+	e.waitCondition(victim.Name, pipelinev1beta1.ConditionDegraded, metav1.ConditionFalse, "")
 
 	thief := newPipeline("overlap-team1", ns, step("a", "overlap-node"))
 	thief.Spec.ModelStorage.CSIParameter = map[string]string{"server": "nfs.example.com", "share": "/exports/"}
