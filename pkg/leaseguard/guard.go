@@ -49,6 +49,8 @@ limitations under the License.
 //	→ wrapLock (tests only: fault injection)
 //	→ attemptLock (refuses the writes of an attempt ended by a release wake;
 //	  inside the Guard so that a refused write never counts as a renewal)
+//	→ watchedLock (per-controller mode only: reads a Lease assigned
+//	  elsewhere from its watch, not the API server; writes pass)
 //	→ retryingRelease → client-go's LeaseLock.
 package leaseguard
 

@@ -105,7 +105,7 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 	})
 
 	watchCtx, stopWatching := context.WithCancel(ctx)
-	waitWatch, _ := watchRelease(watchCtx, el.client, namespace, le.ResourceName, attempts.wake)
+	waitWatch, _, _ := watchRelease(watchCtx, el.client, namespace, le.ResourceName, attempts.wake)
 	defer func() { stopWatching(); waitWatch() }()
 
 	logger.Info("Waiting to acquire the lease", "lease", namespace+"/"+le.ResourceName, "identity", identity, "standby", m.opts.HA.Standby)

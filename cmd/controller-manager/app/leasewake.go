@@ -149,9 +149,10 @@ func (l *attemptLock) Update(ctx context.Context, ler resourcelock.LeaderElectio
 
 // watchRelease calls wake whenever the Lease name in namespace goes from
 // held to released (no holder) or is deleted, until ctx is done. It is one
-// watch on one object; the returned wait waits for it to stop, and released
-// says whether the Lease, as last seen, has no holder.
-func watchRelease(ctx context.Context, client kubernetes.Interface, namespace, name string, wake func()) (wait func(), released func() bool) {
+// watch on one object; the returned wait waits for it to stop, released
+// says whether the Lease, as last seen, has no holder, and lookup returns it
+// as last seen and whether the watch has synced (for watchedLock).
+func watchRelease(ctx context.Context, client kubernetes.Interface, namespace, name string, wake func()) (wait func(), released func() bool, lookup func() (*coordinationv1.Lease, bool)) {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -173,7 +174,21 @@ func watchRelease(ctx context.Context, client kubernetes.Interface, namespace, n
 		obj, ok, err := informer.GetStore().GetByKey(namespace + "/" + name)
 		return informer.HasSynced() && err == nil && (!ok || holder(obj) == "")
 	}
-	return factory.Shutdown, released
+	lookup = func() (*coordinationv1.Lease, bool) {
+		if !informer.HasSynced() {
+			return nil, false
+		}
+		obj, ok, err := informer.GetStore().GetByKey(namespace + "/" + name)
+		if err != nil {
+			return nil, false
+		}
+		if !ok {
+			return nil, true
+		}
+		lease, isLease := obj.(*coordinationv1.Lease)
+		return lease, isLease
+	}
+	return factory.Shutdown, released, lookup
 }
 
 func holder(obj any) string {

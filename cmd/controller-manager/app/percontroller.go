@@ -19,6 +19,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,7 +121,7 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "controller", d.Name, "lease", el.namespace+"/"+name)
 	attempts := &electionAttempts{}
 	watchCtx, stopWatching := context.WithCancel(ctx)
-	waitWatch, released := watchRelease(watchCtx, el.client, el.namespace, name, attempts.wake)
+	waitWatch, released, lookup := watchRelease(watchCtx, el.client, el.namespace, name, attempts.wake)
 	defer func() { stopWatching(); waitWatch() }()
 	// Assigned here while its Lease is free: try at once, not at the next
 	// retry. (A Lease still held is left to the running elector, which has
@@ -139,11 +140,15 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 			}
 		}
 	}()
+	// A shard that cannot be built gives its Lease back and competes again
+	// only after this backoff, not in a loop of acquire and release.
+	buildBackoff := newBuildBackoff()
 	for ctx.Err() == nil {
 		lock, err := el.lock(name)
 		if err != nil {
 			return err
 		}
+		lock = &watchedLock{Interface: lock, lookup: lookup, mine: func() bool { return members.Mine(d.Name) }}
 		lock = attempts.lock(lock)
 		if m.wrapLock != nil {
 			lock = m.wrapLock(lock)
@@ -154,7 +159,7 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 		// As in the single-Lease mode, the election has its own context so
 		// that the Lease is released only after the controller drained.
 		electionCtx, stopElection := context.WithCancel(context.WithoutCancel(ctx))
-		var started, handedOver atomic.Bool
+		var started, handedOver, buildFailed atomic.Bool
 		done := make(chan struct{})
 		stopOnShutdown := context.AfterFunc(ctx, func() {
 			if started.Load() {
@@ -190,6 +195,7 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 						unitSet, err := cold.start(runCtx)
 						if err != nil {
 							logger.Error(err, "Cannot build the shard; releasing its Lease")
+							buildFailed.Store(true)
 							stopElection()
 							return
 						}
@@ -226,13 +232,23 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 		case ctx.Err() != nil:
 			logger.Info("Stopped leading the controller and released its Lease")
 			return nil
+		case buildFailed.Load():
+			delay := buildBackoff.Step()
+			logger.Info("Competing for the shard again after a backoff", "delay", delay)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(delay):
+			}
+			continue
 		case handedOver.Load():
 			logger.Info("Handed the controller over to the replica it is now assigned to", "assignee", members.Owner(d.Name))
 		default:
 			logger.Info("Lost the controller's Lease; its reconciles were cancelled, the other controllers go on")
 		}
 		if cold != nil {
-			continue // built again when it leads again
+			buildBackoff = newBuildBackoff() // it was built: a failure starts over
+			continue                         // built again when it leads again
 		}
 		if c, err = set.build(ctx, d); err != nil {
 			return fmt.Errorf("rebuilding it after it stopped leading: %w", err)
@@ -240,6 +256,12 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 		m.status.setRunning([]Controller{c}, false)
 	}
 	return nil
+}
+
+// newBuildBackoff is the delay before a shard whose build failed competes
+// again: 1 s, doubling up to 2 minutes.
+func newBuildBackoff() *wait.Backoff {
+	return &wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 2 * time.Minute}
 }
 
 // drainWhenUnassigned returns a channel closed when ctx is done (shutdown)
