@@ -34,6 +34,10 @@ var errNotAssigned = errors.New("the controller is assigned to another replica")
 // instead of trying and logging a refusal every retry period.
 const assignedElsewhere = "(released; assigned to another replica)"
 
+// assignedElsewhereSeconds is the lease duration shown with it: a day,
+// that is, until the real record shows again.
+const assignedElsewhereSeconds = 24 * 60 * 60
+
 // assignedLock lets the elector acquire a controller's Lease only while
 // membership assigns the controller to this replica. Renewals and the
 // release on shutdown or handover always pass. The elector keeps reading
@@ -59,6 +63,10 @@ func (l *assignedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRec
 		if rec.HolderIdentity == "" && !l.mine() {
 			shown := *rec
 			shown.HolderIdentity = assignedElsewhere
+			// Held, for as long as it is shown so: a released Lease says
+			// 1 s, after which the elector would try, and be refused,
+			// every retry period, logging each refusal as an error.
+			shown.LeaseDurationSeconds = assignedElsewhereSeconds
 			// Marked so that the elector sees a change, and a fresh
 			// Lease, when the real record shows again.
 			return &shown, append(raw[:len(raw):len(raw)], assignedElsewhere...), nil

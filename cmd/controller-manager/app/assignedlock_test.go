@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
 // A replica acquires a controller's Lease only while the controller is
@@ -79,14 +80,27 @@ func TestAssignedLockAcquiresOnlyWhatIsAssigned(t *testing.T) {
 	}
 }
 
+// tries counts the writes an elector attempts.
+type tries struct {
+	resourcelock.Interface
+	n atomic.Int32
+}
+
+func (l *tries) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	l.n.Add(1)
+	return l.Interface.Update(ctx, ler)
+}
+
 // With client-go's elector: a replica standing by for a controller
-// assigned elsewhere never writes its released Lease, and takes it at its
-// next try once the controller is assigned to it.
+// assigned elsewhere never writes its released Lease, nor tries to (each
+// refusal was logged as an error), and takes it at its next try once the
+// controller is assigned to it.
 func TestAssignedLockWithTheElector(t *testing.T) {
 	var mine atomic.Bool
 	released := ours("")
+	released.LeaseDurationSeconds = 1 // as client-go releases it
 	inner := &memLock{id: "me", rec: &released}
-	l := &assignedLock{Interface: inner, mine: mine.Load}
+	l := &tries{Interface: &assignedLock{Interface: inner, mine: mine.Load}}
 	led := make(chan struct{})
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: l, LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 20 * time.Millisecond,
@@ -104,13 +118,16 @@ func TestAssignedLockWithTheElector(t *testing.T) {
 	select {
 	case <-led:
 		t.Fatal("led a controller assigned elsewhere")
-	case <-time.After(300 * time.Millisecond): // 15 retry periods
+	case <-time.After(1500 * time.Millisecond): // past the released Lease's 1 s
 	}
 	inner.mu.Lock()
 	writes := len(inner.writes)
 	inner.mu.Unlock()
 	if writes != 0 {
 		t.Fatalf("%d writes of a Lease assigned elsewhere", writes)
+	}
+	if n := l.n.Load(); n != 0 {
+		t.Fatalf("the elector tried %d times to take a Lease assigned elsewhere", n)
 	}
 	mine.Store(true)
 	select {
