@@ -26,6 +26,7 @@ package membership
 import (
 	"hash/fnv"
 	"slices"
+	"strings"
 )
 
 // Assign maps each unit to one member, the same on every replica given the
@@ -34,6 +35,16 @@ import (
 // hashing) among those with room left. So when a member joins or leaves,
 // mostly the units that must move do. No members, no assignment.
 func Assign(units, members []string) map[string]string {
+	return AssignKeeping(units, members, nil)
+}
+
+// AssignKeeping is Assign that first leaves each member the units held
+// lists for it, as many as its share allows (those it ranks highest), and
+// places only the others: when a member leaves, the survivors keep every
+// unit they hold and share its units; when one joins, it takes its share
+// from those above theirs. A unit two members claim stays with the first
+// in sorted order.
+func AssignKeeping(units, members []string, held map[string][]string) map[string]string {
 	if len(members) == 0 {
 		return map[string]string{}
 	}
@@ -48,8 +59,40 @@ func Assign(units, members []string) map[string]string {
 	load := make(map[string]int, len(members))
 	full := 0 // members that took base+1
 	out := make(map[string]string, len(units))
+	take := func(u, m string) bool {
+		room := base
+		if full < extra {
+			room = base + 1
+		}
+		if load[m] >= room {
+			return false
+		}
+		load[m]++
+		if load[m] == base+1 {
+			full++
+		}
+		out[u] = m
+		return true
+	}
+	for _, m := range members {
+		var keep []string
+		for _, u := range held[m] {
+			if _, placed := out[u]; !placed && slices.Contains(units, u) {
+				keep = append(keep, u)
+			}
+		}
+		slices.SortFunc(keep, func(a, b string) int { return byScore(m, a, b) })
+		for _, u := range keep {
+			if !take(u, m) {
+				break
+			}
+		}
+	}
 	ranked := make([]string, len(members))
 	for _, u := range units {
+		if _, placed := out[u]; placed {
+			continue
+		}
 		copy(ranked, members)
 		slices.SortStableFunc(ranked, func(a, b string) int {
 			sa, sb := score(a, u), score(b, u)
@@ -62,21 +105,25 @@ func Assign(units, members []string) map[string]string {
 			return 0
 		})
 		for _, m := range ranked {
-			room := base
-			if full < extra {
-				room = base + 1
-			}
-			if load[m] < room {
-				load[m]++
-				if load[m] == base+1 {
-					full++
-				}
-				out[u] = m
+			if take(u, m) {
 				break
 			}
 		}
 	}
 	return out
+}
+
+// byScore orders units a and b by how member ranks them, highest first,
+// then by name.
+func byScore(member, a, b string) int {
+	sa, sb := score(member, a), score(member, b)
+	switch {
+	case sa > sb:
+		return -1
+	case sa < sb:
+		return 1
+	}
+	return strings.Compare(a, b)
 }
 
 // score ranks a member for a unit; ties (a 64-bit collision) keep the

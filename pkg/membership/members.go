@@ -47,6 +47,11 @@ const (
 	// that a unit only goes to a replica that can run it (replicas of two
 	// versions, or with different --controllers, during a rollout).
 	UnitsAnnotation = "manager.ndsl.cn/units"
+	// HoldingAnnotation lists, comma-separated, the units whose Leases a
+	// member holds, so that the assignment leaves them where they are
+	// (AssignKeeping). Used only while every live member states it: a
+	// replica of an earlier version assigns without it.
+	HoldingAnnotation = "manager.ndsl.cn/holding"
 )
 
 // Config says who this replica is and how members are judged.
@@ -75,14 +80,18 @@ type Members struct {
 	cfg  Config
 	name string // this replica's member Lease
 
-	mu       sync.Mutex
-	seen     map[string]*sighting // by Lease name, other members only
-	renewed  time.Time            // this replica's last successful renewal, on its clock
-	written  *coordinationv1.Lease
-	leaving  bool
-	assigned map[string]string // unit → member, from the live members
-	live     []string
-	subs     []chan struct{}
+	mu      sync.Mutex
+	seen    map[string]*sighting // by Lease name, other members only
+	renewed time.Time            // this replica's last successful renewal, on its clock
+	written *coordinationv1.Lease
+	leaving bool
+	holding map[string]bool // units whose Leases this replica holds
+	// holdingGen counts the changes of holding; writtenGen is the count
+	// the member Lease last stated.
+	holdingGen, writtenGen int
+	assigned               map[string]string // unit → member, from the live members
+	live                   []string
+	subs                   []chan struct{}
 }
 
 // sighting is a member Lease as this replica last saw it, and when (on this
@@ -90,6 +99,8 @@ type Members struct {
 type sighting struct {
 	identity        string
 	units           []string
+	holding         []string
+	statesHolding   bool // the Lease has the holding annotation
 	resourceVersion string
 	changed         time.Time
 }
@@ -101,10 +112,39 @@ func New(cfg Config) *Members {
 	}
 	registerMetrics()
 	return &Members{
-		cfg:  cfg,
-		name: LeaseName(cfg.Group, cfg.Identity),
-		seen: map[string]*sighting{},
+		cfg:     cfg,
+		name:    LeaseName(cfg.Group, cfg.Identity),
+		seen:    map[string]*sighting{},
+		holding: map[string]bool{},
 	}
+}
+
+// SetHolding records whether this replica holds the unit's Lease; the
+// member Lease states it at the next judging.
+func (m *Members) SetHolding(unit string, holding bool) {
+	m.mu.Lock()
+	if m.holding[unit] == holding {
+		m.mu.Unlock()
+		return
+	}
+	if holding {
+		m.holding[unit] = true
+	} else {
+		delete(m.holding, unit)
+	}
+	m.holdingGen++
+	m.mu.Unlock()
+	m.judge()
+}
+
+// holdingList is the units held, sorted; m.mu must be held.
+func (m *Members) holdingList() []string {
+	out := make([]string, 0, len(m.holding))
+	for u := range m.holding {
+		out = append(out, u)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // LeaseName is the member Lease of identity in group.
@@ -218,10 +258,10 @@ func (m *Members) Leave(ctx context.Context) error {
 }
 
 // renewIfDue renews this replica's member Lease if a third of the lease
-// duration has passed since the last renewal.
+// duration has passed since the last renewal, or the units it holds changed.
 func (m *Members) renewIfDue(ctx context.Context) error {
 	m.mu.Lock()
-	due := m.renewed.IsZero() || m.cfg.Clock.Since(m.renewed) >= m.cfg.LeaseDuration/3
+	due := m.renewed.IsZero() || m.cfg.Clock.Since(m.renewed) >= m.cfg.LeaseDuration/3 || m.holdingGen != m.writtenGen
 	m.mu.Unlock()
 	if !due {
 		return nil
@@ -234,6 +274,7 @@ func (m *Members) renewIfDue(ctx context.Context) error {
 func (m *Members) renew(ctx context.Context) error {
 	m.mu.Lock()
 	written, leaving := m.written, m.leaving
+	holding, gen := m.holdingList(), m.holdingGen
 	m.mu.Unlock()
 	if leaving {
 		return nil
@@ -243,7 +284,7 @@ func (m *Members) renew(ctx context.Context) error {
 	var err error
 	if written != nil {
 		lease := written.DeepCopy()
-		m.stamp(lease, now)
+		m.stamp(lease, now, holding)
 		written, err = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: controller.FieldManager})
 		if apierrors.IsNotFound(err) {
 			written = nil // deleted meanwhile (collected while this replica was cut off): create it again
@@ -251,19 +292,19 @@ func (m *Members) renew(ctx context.Context) error {
 			written, err = leases.Get(ctx, m.name, metav1.GetOptions{})
 			if err == nil {
 				lease := written.DeepCopy()
-				m.stamp(lease, now)
+				m.stamp(lease, now, holding)
 				written, err = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: controller.FieldManager})
 			}
 		}
 	}
 	if written == nil && err == nil || apierrors.IsNotFound(err) {
 		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: m.name, Namespace: m.cfg.Namespace}}
-		m.stamp(lease, now)
+		m.stamp(lease, now, holding)
 		written, err = leases.Create(ctx, lease, metav1.CreateOptions{FieldManager: controller.FieldManager})
 		if apierrors.IsAlreadyExists(err) { // a previous run of this identity: take it over
 			if written, err = leases.Get(ctx, m.name, metav1.GetOptions{}); err == nil {
 				lease := written.DeepCopy()
-				m.stamp(lease, now)
+				m.stamp(lease, now, holding)
 				written, err = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: controller.FieldManager})
 			}
 		}
@@ -273,11 +314,11 @@ func (m *Members) renew(ctx context.Context) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.written, m.renewed = written, m.cfg.Clock.Now()
+	m.written, m.renewed, m.writtenGen = written, m.cfg.Clock.Now(), gen
 	return nil
 }
 
-func (m *Members) stamp(lease *coordinationv1.Lease, now metav1.MicroTime) {
+func (m *Members) stamp(lease *coordinationv1.Lease, now metav1.MicroTime, holding []string) {
 	if lease.Labels == nil {
 		lease.Labels = map[string]string{}
 	}
@@ -287,6 +328,7 @@ func (m *Members) stamp(lease *coordinationv1.Lease, now metav1.MicroTime) {
 		lease.Annotations = map[string]string{}
 	}
 	lease.Annotations[UnitsAnnotation] = strings.Join(m.cfg.Units, ",")
+	lease.Annotations[HoldingAnnotation] = strings.Join(holding, ",")
 	lease.Spec.HolderIdentity = ptr.To(m.cfg.Identity)
 	lease.Spec.LeaseDurationSeconds = ptr.To(int32((m.cfg.LeaseDuration + time.Second - 1) / time.Second))
 	lease.Spec.RenewTime = &now
@@ -304,9 +346,12 @@ func (m *Members) observe(obj any) {
 	m.mu.Lock()
 	s := m.seen[lease.Name]
 	if s == nil || s.resourceVersion != lease.ResourceVersion {
+		holding, statesHolding := lease.Annotations[HoldingAnnotation]
 		m.seen[lease.Name] = &sighting{
 			identity:        ptr.Deref(lease.Spec.HolderIdentity, ""),
 			units:           splitUnits(lease.Annotations[UnitsAnnotation]),
+			holding:         splitUnits(holding),
+			statesHolding:   statesHolding,
 			resourceVersion: lease.ResourceVersion,
 			changed:         m.cfg.Clock.Now(),
 		}
@@ -343,21 +388,30 @@ func (m *Members) judge() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.cfg.Clock.Now()
-	offers := map[string][]string{} // identity → units
+	offers := map[string][]string{}  // identity → units
+	holding := map[string][]string{} // identity → units held
+	allStateHolding := true
 	for _, s := range m.seen {
 		if s.identity != "" && now.Sub(s.changed) < m.cfg.LeaseDuration {
 			offers[s.identity] = s.units
+			holding[s.identity] = s.holding
+			allStateHolding = allStateHolding && s.statesHolding
 		}
 	}
 	if !m.leaving && !m.renewed.IsZero() && now.Sub(m.renewed) < m.cfg.LeaseDuration {
 		offers[m.cfg.Identity] = m.cfg.Units
+		// As written, which is what the others judge by.
+		holding[m.cfg.Identity] = splitUnits(m.written.Annotations[HoldingAnnotation])
+	}
+	if !allStateHolding {
+		holding = nil // a replica of an earlier version assigns without them
 	}
 	live := make([]string, 0, len(offers))
 	for id := range offers {
 		live = append(live, id)
 	}
 	slices.Sort(live)
-	assigned := assignOffers(offers)
+	assigned := assignOffers(offers, holding)
 	changed := !slices.Equal(live, m.live) || len(assigned) != len(m.assigned)
 	for u, id := range assigned {
 		changed = changed || m.assigned[u] != id
@@ -383,8 +437,9 @@ func (m *Members) judge() {
 }
 
 // assignOffers assigns each unit among the members that run it: the units
-// with the same candidates are assigned together, evenly.
-func assignOffers(offers map[string][]string) map[string]string {
+// with the same candidates are assigned together, evenly, each member
+// keeping what it holds (AssignKeeping).
+func assignOffers(offers, holding map[string][]string) map[string]string {
 	candidates := map[string][]string{} // unit → members that run it
 	for id, units := range offers {
 		for _, u := range units {
@@ -401,7 +456,7 @@ func assignOffers(offers map[string][]string) map[string]string {
 	}
 	out := map[string]string{}
 	for key, units := range groups {
-		for u, id := range Assign(units, sets[key]) {
+		for u, id := range AssignKeeping(units, sets[key], holding) {
 			out[u] = id
 		}
 	}

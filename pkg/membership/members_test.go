@@ -18,6 +18,8 @@ package membership
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,5 +172,44 @@ func TestMembersUnsubscribe(t *testing.T) {
 	case <-kept:
 	default:
 		t.Fatal("the kept subscription missed b joining")
+	}
+}
+
+// Each member keeps the units whose Leases it states it holds, while every
+// live member states them; with a member of an earlier version, which does
+// not, the assignment is Assign's, as that member computes it.
+func TestMembersKeepWhatTheyHoldOnlyWhenAllSayWhat(t *testing.T) {
+	units := []string{"w1", "w2", "w3", "w4"}
+	plain := Assign(units, []string{"a", "b"})
+	var aHolds, bHolds []string // the opposite of Assign's split
+	for _, u := range units {
+		if plain[u] == "a" {
+			bHolds = append(bHolds, u)
+		} else {
+			aHolds = append(aHolds, u)
+		}
+	}
+	for _, bStates := range []bool{true, false} {
+		m, _ := newTestMembers(t, "a", units...)
+		for _, u := range aHolds {
+			m.SetHolding(u, true)
+		}
+		if err := m.renewIfDue(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		b := memberLease("b", "1", time.Now(), "w1,w2,w3,w4")
+		if bStates {
+			b.Annotations[HoldingAnnotation] = strings.Join(bHolds, ",")
+		}
+		m.observe(b)
+		for _, u := range units {
+			want := plain[u] == "a"
+			if bStates {
+				want = slices.Contains(aHolds, u)
+			}
+			if m.Mine(u) != want {
+				t.Errorf("b states its holdings %v: a owns %s = %v, want %v", bStates, u, m.Mine(u), want)
+			}
+		}
 	}
 }

@@ -184,6 +184,7 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 						return
 					}
 					started.Store(true)
+					members.SetHolding(d.Name, true)
 					m.status.setLeading([]ControllerDescriptor{d}, true)
 					logger.Info("Started leading the controller")
 					runCtx, cancel := context.WithCancel(leadingCtx)
@@ -212,6 +213,7 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 				},
 				OnStoppedLeading: func() {
 					guard.Lost()
+					members.SetHolding(d.Name, false) // released or lost
 					m.status.setLeading([]ControllerDescriptor{d}, false)
 				},
 			},
