@@ -80,8 +80,11 @@ test-unit: promtool ## Unit tests (no control plane; the alert rules' tests run 
 test-integration: controlplane helm kustomize ## Integration tests against a real etcd and kube-apiserver.
 	go test $(TEST_FLAGS) ./test/integration/... ./pkg/testing/...
 
+.PHONY: test-prerequisites
+test-prerequisites: controlplane helm kustomize promtool verify build ## What make test builds and checks before its test packages run.
+
 .PHONY: test
-test: controlplane helm kustomize promtool verify build ## Everything CI runs: verify, unit (the alert rules' included), integration (helm lint and the chart's tests included), e2e and fault-injection (test/chaos, CI mode) tests.
+test: test-prerequisites ## Everything CI runs: verify, unit (the alert rules' included), integration (helm lint and the chart's tests included), e2e and fault-injection (test/chaos, CI mode) tests.
 	E2E_MANAGER_BINARY=$(MANAGER_BINARY) go test $(TEST_FLAGS) ./...
 
 .PHONY: run
