@@ -85,6 +85,10 @@ test-prerequisites: controlplane helm kustomize promtool verify build ## What ma
 
 .PHONY: test
 test: test-prerequisites ## Everything CI runs: verify, unit (the alert rules' included), integration (helm lint and the chart's tests included), e2e and fault-injection (test/chaos, CI mode) tests.
+	@$(MAKE) --no-print-directory test-packages
+
+.PHONY: test-packages
+test-packages: ## make test's test packages alone, after make test-prerequisites (.ci/run).
 	E2E_MANAGER_BINARY=$(MANAGER_BINARY) go test $(TEST_FLAGS) ./...
 
 .PHONY: run
