@@ -24,6 +24,7 @@ limitations under the License.
 package membership
 
 import (
+	"cmp"
 	"hash/fnv"
 	"slices"
 	"strings"
@@ -94,16 +95,7 @@ func AssignKeeping(units, members []string, held map[string][]string) map[string
 			continue
 		}
 		copy(ranked, members)
-		slices.SortStableFunc(ranked, func(a, b string) int {
-			sa, sb := score(a, u), score(b, u)
-			switch {
-			case sa > sb:
-				return -1
-			case sa < sb:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(ranked, func(a, b string) int { return cmp.Compare(score(b, u), score(a, u)) })
 		for _, m := range ranked {
 			if take(u, m) {
 				break
@@ -116,12 +108,8 @@ func AssignKeeping(units, members []string, held map[string][]string) map[string
 // byScore orders units a and b by how member ranks them, highest first,
 // then by name.
 func byScore(member, a, b string) int {
-	sa, sb := score(member, a), score(member, b)
-	switch {
-	case sa > sb:
-		return -1
-	case sa < sb:
-		return 1
+	if c := cmp.Compare(score(member, b), score(member, a)); c != 0 {
+		return c
 	}
 	return strings.Compare(a, b)
 }

@@ -120,7 +120,8 @@ func New(cfg Config) *Members {
 }
 
 // SetHolding records whether this replica holds the unit's Lease; the
-// member Lease states it at the next judging.
+// member Lease states it at the next judging, which reads it from there
+// like the others do.
 func (m *Members) SetHolding(unit string, holding bool) {
 	m.mu.Lock()
 	if m.holding[unit] == holding {
@@ -134,7 +135,6 @@ func (m *Members) SetHolding(unit string, holding bool) {
 	}
 	m.holdingGen++
 	m.mu.Unlock()
-	m.judge()
 }
 
 // holdingList is the units held, sorted; m.mu must be held.

@@ -22,6 +22,7 @@ import (
 	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
@@ -170,23 +171,20 @@ func watchRelease(ctx context.Context, client kubernetes.Interface, namespace, n
 		klog.FromContext(ctx).Error(err, "Cannot watch the Lease for its release; a standby notices it at its next retry", "lease", namespace+"/"+name)
 	}
 	factory.Start(ctx.Done())
-	released = func() bool {
-		obj, ok, err := informer.GetStore().GetByKey(namespace + "/" + name)
-		return informer.HasSynced() && err == nil && (!ok || holder(obj) == "")
-	}
+	lister := factory.Coordination().V1().Leases().Lister().Leases(namespace)
 	lookup = func() (*coordinationv1.Lease, bool) {
 		if !informer.HasSynced() {
 			return nil, false
 		}
-		obj, ok, err := informer.GetStore().GetByKey(namespace + "/" + name)
-		if err != nil {
-			return nil, false
-		}
-		if !ok {
+		lease, err := lister.Get(name)
+		if apierrors.IsNotFound(err) {
 			return nil, true
 		}
-		lease, isLease := obj.(*coordinationv1.Lease)
-		return lease, isLease
+		return lease, err == nil
+	}
+	released = func() bool {
+		lease, synced := lookup()
+		return synced && (lease == nil || holder(lease) == "")
 	}
 	return factory.Shutdown, released, lookup
 }

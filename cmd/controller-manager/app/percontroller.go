@@ -120,6 +120,7 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 	name := controllerLease(le.ResourceName, d.Name)
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "controller", d.Name, "lease", el.namespace+"/"+name)
 	attempts := &electionAttempts{}
+	mine := func() bool { return members.Mine(d.Name) }
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	waitWatch, released, lookup := watchRelease(watchCtx, el.client, el.namespace, name, attempts.wake)
 	defer func() { stopWatching(); waitWatch() }()
@@ -134,7 +135,7 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 			case <-watchCtx.Done():
 				return
 			case <-assignments:
-				if members.Mine(d.Name) && released() {
+				if mine() && released() {
 					attempts.wake()
 				}
 			}
@@ -148,13 +149,13 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 		if err != nil {
 			return err
 		}
-		lock = &watchedLock{Interface: lock, lookup: lookup, mine: func() bool { return members.Mine(d.Name) }}
+		lock = &watchedLock{Interface: lock, lookup: lookup, mine: mine}
 		lock = attempts.lock(lock)
 		if m.wrapLock != nil {
 			lock = m.wrapLock(lock)
 		}
 		// The wrappers' order, and why, is in the leaseguard package doc.
-		al := &assignedLock{Interface: guard.Lock(lock), mine: func() bool { return members.Mine(d.Name) }}
+		al := &assignedLock{Interface: guard.Lock(lock), mine: mine}
 
 		// As in the single-Lease mode, the election has its own context so
 		// that the Lease is released only after the controller drained.
