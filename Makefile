@@ -26,6 +26,14 @@ LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(VERSION) \
            -X k8s.io/component-base/version.gitCommit=$(GIT_COMMIT) \
            -X k8s.io/component-base/version.buildDate=$(BUILD_DATE)
 
+# One set of build flags for every Go build and test here, the ones releases
+# and images need (static, no local paths): the control plane, helm, the
+# tests and make build then share one set of compiled packages, and a cold
+# make test compiles k8s.io/api and client-go once, not thrice
+# (hack/verify-shared-versions.sh, docs/testing.md).
+export CGO_ENABLED := 0
+export GOFLAGS := -trimpath $(GOFLAGS)
+
 # Integration packages start their own control planes and mostly wait on
 # them: four at a time keep two cores busy (docs/testing.md).
 TEST_FLAGS ?= -timeout 20m -p 4
@@ -33,11 +41,9 @@ TEST_FLAGS ?= -timeout 20m -p 4
 .PHONY: all
 all: build
 
-# -trimpath, as make release and the images build: one set of compiled
-# packages serves them all (a cold make test builds them once, not thrice).
 .PHONY: build
 build: ## Build the controller-manager binary into _output/.
-	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(MANAGER_BINARY) ./cmd/controller-manager
+	go build -ldflags "$(LDFLAGS)" -o $(MANAGER_BINARY) ./cmd/controller-manager
 
 .PHONY: controlplane
 controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok from Go modules.
@@ -65,10 +71,11 @@ generate: ## Regenerate clients, listers, informers, apply configurations, CRDs,
 	hack/boilerplate.sh
 
 .PHONY: verify
-verify: ## gofmt, the license header, no binaries or files over 1 MB in git, go vet and generated code (docs/api-reference.md and docs/flags.md included) up to date.
+verify: ## gofmt, the license header, no binaries or files over 1 MB in git, the tools sharing the control plane's module versions, go vet and generated code (docs/api-reference.md and docs/flags.md included) up to date.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	hack/boilerplate.sh --verify
 	hack/verify-tracked-files.sh
+	hack/verify-shared-versions.sh
 	go vet ./...
 	hack/verify-codegen.sh
 

@@ -86,7 +86,9 @@ if ((${#missing[@]} > 0)); then
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=36"
   done
-  (cd "$ROOT/hack/tools/kube" && go build -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}")
+  # The Makefile's build flags: the tests, make build and helm reuse what
+  # this compiles (hack/verify-shared-versions.sh).
+  (cd "$ROOT/hack/tools/kube" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}")
   for name in "${missing[@]}"; do
     mv "$tmp/$name" "$KUBE_DIR/$name"
     echo "built $KUBE_DIR/$name"

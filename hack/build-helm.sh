@@ -2,7 +2,7 @@
 # Builds the helm CLI from Go modules (hack/tools/helm pins it) into a
 # version-keyed directory, unless already built:
 #
-#   $BIN/helm-v4.3.1/helm
+#   $BIN/helm-v4.2.4/helm
 #
 # and prints its path (progress goes to stderr): HELM=$(hack/build-helm.sh).
 # BIN is $CONTROLPLANE_BIN_DIR, else hack/bin, beside the control plane's
@@ -15,7 +15,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${CONTROLPLANE_BIN_DIR:-$ROOT/hack/bin}"
 # Keep in step with hack/tools/helm/go.mod and the chart tests' helmVersion.
-HELM_VERSION=v4.3.1
+HELM_VERSION=v4.2.4
 DIR="$BIN/helm-$HELM_VERSION"
 
 if [[ -x "$DIR/helm" ]]; then
@@ -28,7 +28,8 @@ export GOWORK=off
 mkdir -p "$DIR"
 tmp="$(mktemp -d "$DIR/.tmp-build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-# helm reports the version its release Makefile sets this way.
+# helm reports the version its release Makefile sets this way. The flags are
+# the control plane's, whose compiled packages this build reuses.
 (cd "$ROOT/hack/tools/helm" && CGO_ENABLED=0 go build -trimpath \
   -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" \
   -o "$tmp/helm" helm.sh/helm/v4/cmd/helm)

@@ -93,7 +93,8 @@ build_kube_node() {
   mkdir -p "$KUBE_NODE_DIR"
   local tmp
   tmp=$(mktemp -d "$KUBE_NODE_DIR/.build.XXXXXX")
-  (cd "$ROOT/hack/tools/kube" && go build -ldflags "$ldflags" -o "$tmp/" "${need[@]}") || {
+  # The control plane's build flags, so that its compiled packages serve.
+  (cd "$ROOT/hack/tools/kube" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${need[@]}") || {
     rm -rf "$tmp"
     return 1
   }
@@ -239,14 +240,16 @@ image() {
 }
 
 # glibc_image TAG BINARY...: scratch plus the shared libraries the binaries
-# load (the Kubernetes and etcd builds use cgo).
+# load (etcd's build uses cgo; a static binary, such as the Kubernetes ones,
+# needs none).
 glibc_image() {
-  local tag=$1 ctx b
+  local tag=$1 ctx b libs
   shift
   ctx=$(mktemp -d)
   mkdir -p "$ctx/root/etc" "$ctx/root/tmp"
   for b in "$@"; do
-    ldd "$b" 2>/dev/null | grep -oE '/[^ ]+' | xargs -r cp --parents -L -t "$ctx/root/"
+    libs=$(ldd "$b" 2>/dev/null | grep -oE '/[^ ]+' || true)
+    [[ -z $libs ]] || xargs cp --parents -L -t "$ctx/root/" <<<"$libs"
   done
   printf 'root:x:0:0:root:/:/sbin/nologin\n' >"$ctx/root/etc/passwd"
   printf 'root:x:0:\n' >"$ctx/root/etc/group"

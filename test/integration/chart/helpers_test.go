@@ -36,7 +36,7 @@ import (
 )
 
 // helmVersion names the directory hack/build-helm.sh builds helm into.
-const helmVersion = "v4.3.1"
+const helmVersion = "v4.2.4"
 
 // release is the release name every test uses; the object names do not
 // depend on it.

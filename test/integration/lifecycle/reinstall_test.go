@@ -47,7 +47,7 @@ import (
 )
 
 const (
-	helmVersion = "v4.3.1"
+	helmVersion = "v4.2.4"
 	timeout     = 90 * time.Second
 	webhookSvc  = "controller-manager-webhook"
 )
