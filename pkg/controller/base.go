@@ -126,6 +126,16 @@ func NewBase(name string, workers int, queue QueueKind) Base {
 // Name implements the manager's Controller.
 func (b *Base) Name() string { return b.ControllerName }
 
+// HasSynced reports whether the informers the controller reads have synced.
+func (b *Base) HasSynced() bool {
+	for _, synced := range b.Synced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
+
 // QueueLen reports the queue depth for /debug/controllers.
 func (b *Base) QueueLen() int { return b.Queue.Len() }
 

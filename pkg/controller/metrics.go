@@ -77,6 +77,12 @@ var (
 		Help:      "Keys a controller that does not run (a warm standby) holds for when it leads, per controller; they are not in workqueue_depth.",
 	}, []string{"controller"})
 
+	cachesSynced = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "caches_synced",
+		Help:      "1 once the informers a controller reads have synced on this replica, else 0; in per-controller mode a replica offers a controller to the others only then.",
+	}, []string{"controller"})
+
 	registerOnce sync.Once
 )
 
@@ -85,8 +91,19 @@ var (
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(reconcileTotal, reconcileErrors, reconcilePanics,
-			reconcileDropped, reconcileDuration, activeWorkers, standbyPendingKeys)
+			reconcileDropped, reconcileDuration, activeWorkers, standbyPendingKeys, cachesSynced)
 	})
+}
+
+// SetCachesSynced records whether the informers a controller reads have
+// synced on this replica.
+func SetCachesSynced(controller string, synced bool) {
+	RegisterMetrics()
+	v := 0.0
+	if synced {
+		v = 1
+	}
+	cachesSynced.WithLabelValues(controller).Set(v)
 }
 
 // initMetrics creates a controller's series at zero, so that they are

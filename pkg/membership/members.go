@@ -43,9 +43,10 @@ const (
 	// GroupLabel names the group a member Lease belongs to: the manager's
 	// leader election resource name.
 	GroupLabel = "manager.ndsl.cn/member-of"
-	// UnitsAnnotation lists, comma-separated, the units a member runs, so
+	// UnitsAnnotation lists, comma-separated, the units a member offers, so
 	// that a unit only goes to a replica that can run it (replicas of two
-	// versions, or with different --controllers, during a rollout).
+	// versions, or with different --controllers, during a rollout) and has
+	// its caches ready (Offer).
 	UnitsAnnotation = "manager.ndsl.cn/units"
 	// HoldingAnnotation lists, comma-separated, the units whose Leases a
 	// member holds, so that the assignment leaves them where they are
@@ -62,7 +63,8 @@ type Config struct {
 	// and labelled after it.
 	Group    string
 	Identity string
-	// Units this replica runs.
+	// Units this replica offers from the start; Offer adds the others
+	// once it can run them.
 	Units []string
 	// LeaseDuration: a member whose Lease this replica has not seen change
 	// for that long is gone.
@@ -86,12 +88,15 @@ type Members struct {
 	written *coordinationv1.Lease
 	leaving bool
 	holding map[string]bool // units whose Leases this replica holds
-	// holdingGen counts the changes of holding; writtenGen is the count
-	// the member Lease last stated.
-	holdingGen, writtenGen int
-	assigned               map[string]string // unit → member, from the live members
-	live                   []string
-	subs                   []chan struct{}
+	offered map[string]bool // units this replica offers
+	// gen counts the changes of holding and offered; writtenGen is the
+	// count the member Lease last stated.
+	gen, writtenGen int
+	assigned        map[string]string // unit → member, from the live members
+	live            []string
+	subs            []chan struct{}
+	// offer wakes Run to state a new offer at once, not at the next tick.
+	offer chan struct{}
 }
 
 // sighting is a member Lease as this replica last saw it, and when (on this
@@ -111,11 +116,34 @@ func New(cfg Config) *Members {
 		cfg.Clock = clock.RealClock{}
 	}
 	registerMetrics()
+	offered := map[string]bool{}
+	for _, u := range cfg.Units {
+		offered[u] = true
+	}
 	return &Members{
 		cfg:     cfg,
 		name:    LeaseName(cfg.Group, cfg.Identity),
 		seen:    map[string]*sighting{},
 		holding: map[string]bool{},
+		offered: offered,
+		offer:   make(chan struct{}, 1),
+	}
+}
+
+// Offer adds a unit to those this replica offers, once it can run it (its
+// caches have synced). Run writes it to the member Lease at once, and this
+// replica, like the others, assigns from what the Lease states.
+func (m *Members) Offer(unit string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.offered[unit] {
+		return
+	}
+	m.offered[unit] = true
+	m.gen++
+	select {
+	case m.offer <- struct{}{}:
+	default:
 	}
 }
 
@@ -133,14 +161,14 @@ func (m *Members) SetHolding(unit string, holding bool) {
 	} else {
 		delete(m.holding, unit)
 	}
-	m.holdingGen++
+	m.gen++
 	m.mu.Unlock()
 }
 
-// holdingList is the units held, sorted; m.mu must be held.
-func (m *Members) holdingList() []string {
-	out := make([]string, 0, len(m.holding))
-	for u := range m.holding {
+// sortedKeys is set's keys, sorted.
+func sortedKeys(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for u := range set {
 		out = append(out, u)
 	}
 	slices.Sort(out)
@@ -200,6 +228,7 @@ func (m *Members) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C():
+		case <-m.offer:
 		}
 	}
 }
@@ -258,10 +287,11 @@ func (m *Members) Leave(ctx context.Context) error {
 }
 
 // renewIfDue renews this replica's member Lease if a third of the lease
-// duration has passed since the last renewal, or the units it holds changed.
+// duration has passed since the last renewal, or the units it holds or
+// offers changed.
 func (m *Members) renewIfDue(ctx context.Context) error {
 	m.mu.Lock()
-	due := m.renewed.IsZero() || m.cfg.Clock.Since(m.renewed) >= m.cfg.LeaseDuration/3 || m.holdingGen != m.writtenGen
+	due := m.renewed.IsZero() || m.cfg.Clock.Since(m.renewed) >= m.cfg.LeaseDuration/3 || m.gen != m.writtenGen
 	m.mu.Unlock()
 	if !due {
 		return nil
@@ -274,7 +304,8 @@ func (m *Members) renewIfDue(ctx context.Context) error {
 func (m *Members) renew(ctx context.Context) error {
 	m.mu.Lock()
 	written, leaving := m.written, m.leaving
-	holding, gen := m.holdingList(), m.holdingGen
+	st := stated{offered: sortedKeys(m.offered), holding: sortedKeys(m.holding)}
+	gen := m.gen
 	m.mu.Unlock()
 	if leaving {
 		return nil
@@ -284,7 +315,7 @@ func (m *Members) renew(ctx context.Context) error {
 	var err error
 	if written != nil {
 		lease := written.DeepCopy()
-		m.stamp(lease, now, holding)
+		m.stamp(lease, now, st)
 		written, err = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: controller.FieldManager})
 		if apierrors.IsNotFound(err) {
 			written = nil // deleted meanwhile (collected while this replica was cut off): create it again
@@ -292,19 +323,19 @@ func (m *Members) renew(ctx context.Context) error {
 			written, err = leases.Get(ctx, m.name, metav1.GetOptions{})
 			if err == nil {
 				lease := written.DeepCopy()
-				m.stamp(lease, now, holding)
+				m.stamp(lease, now, st)
 				written, err = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: controller.FieldManager})
 			}
 		}
 	}
 	if written == nil && err == nil || apierrors.IsNotFound(err) {
 		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: m.name, Namespace: m.cfg.Namespace}}
-		m.stamp(lease, now, holding)
+		m.stamp(lease, now, st)
 		written, err = leases.Create(ctx, lease, metav1.CreateOptions{FieldManager: controller.FieldManager})
 		if apierrors.IsAlreadyExists(err) { // a previous run of this identity: take it over
 			if written, err = leases.Get(ctx, m.name, metav1.GetOptions{}); err == nil {
 				lease := written.DeepCopy()
-				m.stamp(lease, now, holding)
+				m.stamp(lease, now, st)
 				written, err = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: controller.FieldManager})
 			}
 		}
@@ -318,7 +349,10 @@ func (m *Members) renew(ctx context.Context) error {
 	return nil
 }
 
-func (m *Members) stamp(lease *coordinationv1.Lease, now metav1.MicroTime, holding []string) {
+// stated is what a member Lease says of its replica's units.
+type stated struct{ offered, holding []string }
+
+func (m *Members) stamp(lease *coordinationv1.Lease, now metav1.MicroTime, st stated) {
 	if lease.Labels == nil {
 		lease.Labels = map[string]string{}
 	}
@@ -327,8 +361,8 @@ func (m *Members) stamp(lease *coordinationv1.Lease, now metav1.MicroTime, holdi
 	if lease.Annotations == nil {
 		lease.Annotations = map[string]string{}
 	}
-	lease.Annotations[UnitsAnnotation] = strings.Join(m.cfg.Units, ",")
-	lease.Annotations[HoldingAnnotation] = strings.Join(holding, ",")
+	lease.Annotations[UnitsAnnotation] = strings.Join(st.offered, ",")
+	lease.Annotations[HoldingAnnotation] = strings.Join(st.holding, ",")
 	lease.Spec.HolderIdentity = ptr.To(m.cfg.Identity)
 	lease.Spec.LeaseDurationSeconds = ptr.To(int32((m.cfg.LeaseDuration + time.Second - 1) / time.Second))
 	lease.Spec.RenewTime = &now
@@ -399,8 +433,8 @@ func (m *Members) judge() {
 		}
 	}
 	if !m.leaving && !m.renewed.IsZero() && now.Sub(m.renewed) < m.cfg.LeaseDuration {
-		offers[m.cfg.Identity] = m.cfg.Units
 		// As written, which is what the others judge by.
+		offers[m.cfg.Identity] = splitUnits(m.written.Annotations[UnitsAnnotation])
 		holding[m.cfg.Identity] = splitUnits(m.written.Annotations[HoldingAnnotation])
 	}
 	if !allStateHolding {

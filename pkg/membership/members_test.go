@@ -213,3 +213,37 @@ func TestMembersKeepWhatTheyHoldOnlyWhenAllSayWhat(t *testing.T) {
 		}
 	}
 }
+
+// A unit offered later (once its caches synced) is stated by the member
+// Lease at the next renewal and assigned from there, as the others see it;
+// until then it goes only to the members that offer it.
+func TestMembersOfferLater(t *testing.T) {
+	m, clock := newTestMembers(t, "a")
+	m.observe(memberLease("b", "1", clock.Now(), "app"))
+	if got := m.Owner("app"); got != "b" {
+		t.Fatalf("app assigned to %q before a offers it, want b", got)
+	}
+	m.Offer("app")
+	m.Offer("pipeline")
+	m.judge()
+	if got := m.Owner("pipeline"); got != "" {
+		t.Fatalf("pipeline assigned to %q before a's member Lease states it", got)
+	}
+	if err := m.renewIfDue(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m.judge()
+	lease, err := m.cfg.Client.CoordinationV1().Leases("ns").Get(context.Background(), LeaseName("cm", "a"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lease.Annotations[UnitsAnnotation]; got != "app,pipeline" {
+		t.Fatalf("a's member Lease offers %q, want app,pipeline (renewed at once when the offer changed)", got)
+	}
+	if got := m.Owner("pipeline"); got != "a" {
+		t.Fatalf("pipeline assigned to %q, want a, the only member that offers it", got)
+	}
+	if got := m.Owner("app"); got == "" {
+		t.Fatal("app is assigned to nobody, though both offer it")
+	}
+}

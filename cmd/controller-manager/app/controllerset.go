@@ -102,9 +102,14 @@ func (m *Manager) startSet(ctx context.Context, u *unit, ds []ControllerDescript
 		}()
 	}
 	m.status.addBuilt(set.controllers)
+	var following sync.WaitGroup
+	for _, c := range set.controllers {
+		following.Go(func() { m.status.followSync(informerCtx, c) })
+	}
 	set.stop = func() {
-		m.status.dropBuilt(set.controllers)
 		stopInformers()
+		following.Wait()
+		m.status.dropBuilt(set.controllers)
 		for _, f := range factories {
 			f.shutdown()
 		}

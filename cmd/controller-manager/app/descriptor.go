@@ -50,6 +50,15 @@ type Controller interface {
 	Run(ctx context.Context)
 }
 
+// CacheSyncer is implemented by controllers that say whether the informers
+// they read have synced (pkg/controller.Base does). In per-controller mode a
+// replica offers such a controller to the others once they have, whatever
+// the other controllers' caches do; one that does not say waits for every
+// informer of the replica.
+type CacheSyncer interface {
+	HasSynced() bool
+}
+
 // QueueLengther is implemented by controllers that can report their queue
 // depth on /debug/controllers.
 type QueueLengther interface {

@@ -17,9 +17,14 @@ limitations under the License.
 package app
 
 import (
+	"context"
 	"sort"
 	"sync"
+	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/ndsl/controller-manager/pkg/controller"
 	"github.com/ndsl/controller-manager/pkg/membership"
 )
 
@@ -37,6 +42,8 @@ type managerStatus struct {
 	// members shares the controllers among the replicas, in per-controller mode.
 	members  *membership.Members
 	identity string
+	// cachesSynced: the informers each built controller reads have synced.
+	cachesSynced map[string]bool
 	// unsynced counts the informer factories started but not yet synced.
 	unsynced int
 	// awaitingInformers is set while an instance that starts informers
@@ -46,7 +53,8 @@ type managerStatus struct {
 }
 
 func newManagerStatus(enabled []ControllerDescriptor) *managerStatus {
-	s := &managerStatus{built: map[string]Controller{}, running: map[string]bool{}, leading: map[string]bool{}}
+	s := &managerStatus{built: map[string]Controller{}, running: map[string]bool{}, leading: map[string]bool{},
+		cachesSynced: map[string]bool{}}
 	for _, d := range enabled {
 		s.enabled = append(s.enabled, d.Name)
 	}
@@ -69,7 +77,39 @@ func (s *managerStatus) dropBuilt(cs []Controller) {
 	defer s.mu.Unlock()
 	for _, c := range cs {
 		delete(s.built, c.Name()) // and any rebuild of it
+		if s.cachesSynced[c.Name()] {
+			delete(s.cachesSynced, c.Name())
+			controller.SetCachesSynced(c.Name(), false)
+		}
 	}
+}
+
+// followSync records, and exports as a metric, when the caches controller c
+// reads have synced: those it names (CacheSyncer), or else every informer
+// started. It gives up when ctx is done.
+func (s *managerStatus) followSync(ctx context.Context, c Controller) {
+	synced := s.synced
+	if cs, ok := c.(CacheSyncer); ok {
+		synced = cs.HasSynced
+	}
+	controller.SetCachesSynced(c.Name(), false)
+	if wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		return synced(), nil
+	}) != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cachesSynced[c.Name()] = true
+	controller.SetCachesSynced(c.Name(), true)
+}
+
+// controllerSynced reports whether the caches the named controller reads
+// have synced (followSync).
+func (s *managerStatus) controllerSynced(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cachesSynced[name]
 }
 
 // setRunning records whether the workers of cs run; a controller rebuilt
@@ -144,6 +184,8 @@ type ControllerStatus struct {
 	// Leading: this instance holds the Lease the controller runs under.
 	Leading bool `json:"leading"`
 	Running bool `json:"running"`
+	// CachesSynced: the informers the controller reads have synced here.
+	CachesSynced bool `json:"cachesSynced"`
 	// QueueDepth is reported once the controller is built: on a warm
 	// standby it counts the keys waiting for the Lease.
 	QueueDepth *int `json:"queueDepth,omitempty"`
@@ -183,7 +225,8 @@ func (s *managerStatus) debug() DebugStatus {
 		out.Identity, out.Members = s.identity, s.members.Live()
 	}
 	for _, name := range s.enabled {
-		cs := ControllerStatus{Name: name, Lease: s.leaseFor[name], Leading: s.leading[name], Running: s.running[name]}
+		cs := ControllerStatus{Name: name, Lease: s.leaseFor[name], Leading: s.leading[name], Running: s.running[name],
+			CachesSynced: s.cachesSynced[name]}
 		if s.members != nil {
 			cs.AssignedTo = s.members.Owner(name)
 		}
