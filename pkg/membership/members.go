@@ -195,7 +195,6 @@ func groupValue(group string) string {
 // Run announces this replica and follows the others until ctx is done. It
 // returns an error only if the member Leases cannot be watched.
 func (m *Members) Run(ctx context.Context) error {
-	logger := klog.FromContext(ctx)
 	factory := informers.NewSharedInformerFactoryWithOptions(m.cfg.Client, 0,
 		informers.WithNamespace(m.cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -216,17 +215,43 @@ func (m *Members) Run(ctx context.Context) error {
 		return nil
 	}
 
+	// Renewals run on a timer of their own, each with a deadline, so that a
+	// slow or hung request neither stops the judging nor outlasts the two
+	// renewals after it that the others wait for.
+	var renewing sync.WaitGroup
+	renewing.Go(func() { m.renewLoop(ctx) })
+	defer renewing.Wait()
 	ticker := m.cfg.Clock.NewTicker(m.cfg.JudgeInterval)
 	defer ticker.Stop()
 	for {
-		if err := m.renewIfDue(ctx); err != nil && ctx.Err() == nil {
-			logger.Error(err, "Cannot renew this replica's member Lease", "lease", m.cfg.Namespace+"/"+m.name)
-		}
 		m.collect(ctx, informer.GetStore())
 		m.judge()
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-ticker.C():
+		}
+	}
+}
+
+// renewLoop renews this replica's member Lease when due (renewIfDue),
+// checking every JudgeInterval and at once on a new offer, until ctx is
+// done. Each request gets a third of the lease duration.
+func (m *Members) renewLoop(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	ticker := m.cfg.Clock.NewTicker(m.cfg.JudgeInterval)
+	defer ticker.Stop()
+	for {
+		renewCtx, cancel := context.WithTimeout(ctx, m.cfg.LeaseDuration/3)
+		err := m.renewIfDue(renewCtx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			logger.Error(err, "Cannot renew this replica's member Lease", "lease", m.cfg.Namespace+"/"+m.name)
+		}
+		m.judge()
+		select {
+		case <-ctx.Done():
+			return
 		case <-ticker.C():
 		case <-m.offer:
 		}
