@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -154,29 +155,74 @@ func (l *attemptLock) Update(ctx context.Context, ler resourcelock.LeaderElectio
 // says whether the Lease, as last seen, has no holder, and lookup returns it
 // as last seen and whether the watch has synced (for watchedLock).
 func watchRelease(ctx context.Context, client kubernetes.Interface, namespace, name string, wake func()) (wait func(), released func() bool, lookup func() (*coordinationv1.Lease, bool)) {
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		}))
-	informer := factory.Coordination().V1().Leases().Informer()
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(oldObj, newObj any) {
-			if holder(oldObj) != "" && holder(newObj) == "" {
-				wake()
-			}
-		},
-		DeleteFunc: func(any) { wake() },
-	}); err != nil {
-		klog.FromContext(ctx).Error(err, "Cannot watch the Lease for its release; a standby notices it at its next retry", "lease", namespace+"/"+name)
+	leases := newLeaseWatch(ctx, client, namespace, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	})
+	_, released, lookup = leases.watch(ctx, name, wake)
+	return leases.shutdown, released, lookup
+}
+
+// leaseWatch is one informer on the Leases of a namespace. In per-controller
+// mode every unit's elector watches its Lease through the same one, so a
+// replica keeps one watch on the API server however many units it competes
+// for (64 at --shards=64), not one per unit.
+type leaseWatch struct {
+	namespace string
+	informer  cache.SharedIndexInformer
+	lister    coordinationlisters.LeaseNamespaceLister
+	shutdown  func()
+}
+
+// newLeaseWatch starts the informer (tweak narrows its list and watch; nil
+// for every Lease of the namespace); it stops when ctx is done, and
+// shutdown waits for that.
+func newLeaseWatch(ctx context.Context, client kubernetes.Interface, namespace string, tweak func(*metav1.ListOptions)) *leaseWatch {
+	opts := []informers.SharedInformerOption{informers.WithNamespace(namespace)}
+	if tweak != nil {
+		opts = append(opts, informers.WithTweakListOptions(tweak))
 	}
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, opts...)
+	w := &leaseWatch{namespace: namespace, informer: factory.Coordination().V1().Leases().Informer(),
+		lister: factory.Coordination().V1().Leases().Lister().Leases(namespace), shutdown: factory.Shutdown}
 	factory.Start(ctx.Done())
-	lister := factory.Coordination().V1().Leases().Lister().Leases(namespace)
+	return w
+}
+
+// watch calls wake whenever the Lease name goes from held to released (no
+// holder) or is deleted, until stop. released says whether the Lease, as
+// last seen, has no holder, and lookup returns it as last seen and whether
+// the watch has synced (for watchedLock).
+func (w *leaseWatch) watch(ctx context.Context, name string, wake func()) (stop func(), released func() bool, lookup func() (*coordinationv1.Lease, bool)) {
+	reg, err := w.informer.AddEventHandler(cache.FilteringResourceEventHandler{
+		FilterFunc: func(obj any) bool {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				return tombstone.Key == w.namespace+"/"+name
+			}
+			lease, ok := obj.(*coordinationv1.Lease)
+			return ok && lease.Name == name
+		},
+		Handler: cache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(oldObj, newObj any) {
+				if holder(oldObj) != "" && holder(newObj) == "" {
+					wake()
+				}
+			},
+			DeleteFunc: func(any) { wake() },
+		},
+	})
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot watch the Lease for its release; a standby notices it at its next retry", "lease", w.namespace+"/"+name)
+	}
+	stop = func() {
+		if reg != nil {
+			_ = w.informer.RemoveEventHandler(reg)
+		}
+	}
 	lookup = func() (*coordinationv1.Lease, bool) {
-		if !informer.HasSynced() {
+		if !w.informer.HasSynced() {
 			return nil, false
 		}
-		lease, err := lister.Get(name)
+		lease, err := w.lister.Get(name)
 		if apierrors.IsNotFound(err) {
 			return nil, true
 		}
@@ -186,7 +232,7 @@ func watchRelease(ctx context.Context, client kubernetes.Interface, namespace, n
 		lease, synced := lookup()
 		return synced && (lease == nil || holder(lease) == "")
 	}
-	return factory.Shutdown, released, lookup
+	return stop, released, lookup
 }
 
 func holder(obj any) string {

@@ -77,6 +77,11 @@ func (m *Manager) runPerController(ctx context.Context) error {
 
 	members, leave := m.joinMembers(ctx, el, us)
 	defer leave()
+	// One watch on the namespace's Leases for every unit's elector; it
+	// stops after them (deferred before runCtx's cancel runs).
+	leaseCtx, stopLeases := context.WithCancel(context.WithoutCancel(ctx))
+	leases := newLeaseWatch(leaseCtx, el.client, el.namespace, nil)
+	defer func() { stopLeases(); leases.shutdown() }()
 	logger.Info("Competing for one Lease per controller", "namespace", el.namespace, "identity", el.identity, "units", len(us))
 	// A controller that can no longer compete shuts the others down (they
 	// drain and release their Leases) and the process exits non-zero, to be
@@ -94,7 +99,7 @@ func (m *Manager) runPerController(ctx context.Context) error {
 			cold = &coldUnit{m: m, u: u, guardFor: guardFor}
 		}
 		wg.Go(func() {
-			if err := m.leadController(runCtx, el, set, u.ControllerDescriptor, built[u.Name], guards[u.Name], members, cold); err != nil {
+			if err := m.leadController(runCtx, el, leases, set, u.ControllerDescriptor, built[u.Name], guards[u.Name], members, cold); err != nil {
 				fail(fmt.Errorf("controller %s: %w", u.Name, err))
 			}
 		})
@@ -115,7 +120,7 @@ func (m *Manager) runPerController(ctx context.Context) error {
 // A shard unit (cold not nil) is built, with informers of its own range,
 // only once it leads, and stopped when it stops leading: a replica caches
 // only the shards it leads.
-func (m *Manager) leadController(ctx context.Context, el *election, set *controllerSet, d ControllerDescriptor,
+func (m *Manager) leadController(ctx context.Context, el *election, leases *leaseWatch, set *controllerSet, d ControllerDescriptor,
 	c Controller, guard *leaseguard.Guard, members *membership.Members, cold *coldUnit) error {
 	le := m.opts.LeaderElection
 	name := controllerLease(le.ResourceName, d.Name)
@@ -123,8 +128,8 @@ func (m *Manager) leadController(ctx context.Context, el *election, set *control
 	attempts := &electionAttempts{}
 	mine := func() bool { return members.Mine(d.Name) }
 	watchCtx, stopWatching := context.WithCancel(ctx)
-	waitWatch, released, lookup := watchRelease(watchCtx, el.client, el.namespace, name, attempts.wake)
-	defer func() { stopWatching(); waitWatch() }()
+	stopWatch, released, lookup := leases.watch(ctx, name, attempts.wake)
+	defer func() { stopWatching(); stopWatch() }()
 	// Assigned here while its Lease is free: try at once, not at the next
 	// retry. (A Lease still held is left to the running elector, which has
 	// been judging its holder all along.)

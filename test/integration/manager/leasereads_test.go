@@ -33,15 +33,20 @@ import (
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
-// leaseReads counts the GETs of single Leases a client sends.
+// leaseReads counts the GETs of single Leases a client sends, and the
+// watches of Leases it opens.
 type leaseReads struct {
-	rt http.RoundTripper
-	n  *atomic.Int64
+	rt         http.RoundTripper
+	n, watches *atomic.Int64
 }
 
 func (c leaseReads) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/leases/") && r.URL.Query().Get("watch") == "" {
+	watch := r.URL.Query().Get("watch")
+	switch {
+	case r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/leases/") && watch == "":
 		c.n.Add(1)
+	case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/leases") && (watch == "true" || watch == "1"):
+		c.watches.Add(1)
 	}
 	return c.rt.RoundTrip(r)
 }
@@ -51,7 +56,9 @@ func (c leaseReads) RoundTrip(r *http.Request) (*http.Response, error) {
 // once every unit is led, the Leases are renewed (the holders write
 // without reading) and barely read. Before, each replica read each Lease
 // it did not hold every retry period, about 64 reads a second here, on the
-// client that also renews (issue 36, Lease traffic).
+// client that also renews (issue 36, Lease traffic). And a replica keeps
+// one watch on the Leases for all its units' electors (plus membership's),
+// not one per unit: 17 each here before.
 func TestLeasesAssignedElsewhereAreNotPolled(t *testing.T) {
 	ns := framework.CreateNamespace(t, cp.Client)
 	const shards = 16
@@ -62,11 +69,11 @@ func TestLeasesAssignedElsewhereAreNotPolled(t *testing.T) {
 			return idle{name: cc.UnitName("idle")}, nil
 		},
 	}}
-	var reads atomic.Int64
+	var reads, watches atomic.Int64
 	var replicas []*framework.Manager
 	for range 3 {
 		cfg := rest.CopyConfig(cp.Config)
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return leaseReads{rt: rt, n: &reads} })
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return leaseReads{rt: rt, n: &reads, watches: &watches} })
 		replicas = append(replicas, framework.StartManagerWith(t, cp.Config, registry, func(o *options.Options) {
 			shortLease(ns, "reads")(o)
 			o.Generic.Controllers = []string{"*"}
@@ -105,4 +112,11 @@ func TestLeasesAssignedElsewhereAreNotPolled(t *testing.T) {
 		t.Logf("%d Lease reads in %v by 3 replicas sharing %d shards (%.1f/s)", n, window, shards, float64(n)/window.Seconds())
 		return n <= shards, nil
 	})
+	// One Lease watch per replica for the electors and one for membership;
+	// one reconnect each is allowed for.
+	if got, most := watches.Load(), int64(3*(2+2)); got > most {
+		t.Errorf("3 replicas sharing %d shards opened %d Lease watches, want at most %d", shards, got, most)
+	} else {
+		t.Logf("3 replicas sharing %d shards opened %d Lease watches", shards, got)
+	}
 }
