@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
@@ -59,7 +60,7 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	le := m.opts.LeaderElection
 
-	el, err := m.newElection(ctx)
+	el, err := m.newElection(ctx, 1)
 	if err != nil {
 		return err
 	}
@@ -192,13 +193,17 @@ type election struct {
 	shutdown            func()
 }
 
-func (m *Manager) newElection(ctx context.Context) (*election, error) {
+// newElection builds the election of leases Leases (1, or the units in
+// per-controller mode) and this replica's member Lease.
+func (m *Manager) newElection(ctx context.Context, leases int) (*election, error) {
 	hostname, err := os.Hostname()
 	if err != nil {
 		return nil, fmt.Errorf("getting hostname for the leader election identity: %w", err)
 	}
 	el := &election{identity: hostname + "_" + string(uuid.NewUUID()), namespace: leaseNamespace(m.opts.LeaderElection.ResourceNamespace)}
-	if el.client, err = kubernetes.NewForConfig(m.clientConfig("leader-election")); err != nil {
+	cfg := m.clientConfig("leader-election")
+	leaseBudget(cfg, leases, m.opts.LeaderElection.RetryPeriod.Duration)
+	if el.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("building the leader election client: %w", err)
 	}
 	broadcaster := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
@@ -206,6 +211,22 @@ func (m *Manager) newElection(ctx context.Context) (*election, error) {
 	el.recorder = broadcaster.NewRecorder(Scheme, corev1.EventSource{Component: "controller-manager", Host: hostname})
 	el.shutdown = broadcaster.Shutdown
 	return el, nil
+}
+
+// leaseBudget raises the Lease client's rate limit to what its Leases
+// need, if --kube-api-qps and --kube-api-burst give less. A replica may
+// hold every Lease (one replica left, or a rollout), and renews each once
+// per retry period; at --shards=64 that is 32 requests a second with the
+// default retry period, beyond --kube-api-qps's 20, and every renewal waited
+// about 1.2 s on the client before it was sent. Half as much again is left
+// for acquisitions, releases and the member Lease.
+func leaseBudget(cfg *rest.Config, leases int, retry time.Duration) {
+	if cfg.QPS < 0 || cfg.RateLimiter != nil || retry <= 0 {
+		return // no client-side limit, or one of the caller's
+	}
+	need := float32(1.5 * float64(leases+1) / retry.Seconds())
+	cfg.QPS = max(cfg.QPS, need)
+	cfg.Burst = max(cfg.Burst, leases+1)
 }
 
 // lock is the Lease called name, with a release that survives a late

@@ -51,13 +51,13 @@ func controllerLease(resourceName, controller string) string {
 func (m *Manager) runPerController(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	le := m.opts.LeaderElection
-	el, err := m.newElection(ctx)
+	us := units(m.enabled, m.opts.HA.Shards)
+	el, err := m.newElection(ctx, len(us))
 	if err != nil {
 		return err
 	}
 	defer el.shutdown()
 
-	us := units(m.enabled, m.opts.HA.Shards)
 	guards := map[string]*leaseguard.Guard{}
 	var whole []ControllerDescriptor // built at once, warm
 	for _, u := range us {
