@@ -236,19 +236,22 @@ func (m *Members) Run(ctx context.Context) error {
 
 // renewLoop renews this replica's member Lease when due (renewIfDue),
 // checking every JudgeInterval and at once on a new offer, until ctx is
-// done. Each request gets a third of the lease duration.
+// done. Each request gets a third of the lease duration. A renewal that
+// changed what the Lease states is judged at once; Run judges every tick.
 func (m *Members) renewLoop(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	ticker := m.cfg.Clock.NewTicker(m.cfg.JudgeInterval)
 	defer ticker.Stop()
 	for {
 		renewCtx, cancel := context.WithTimeout(ctx, m.cfg.LeaseDuration/3)
-		err := m.renewIfDue(renewCtx)
+		renewed, err := m.renewIfDue(renewCtx)
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			logger.Error(err, "Cannot renew this replica's member Lease", "lease", m.cfg.Namespace+"/"+m.name)
 		}
-		m.judge()
+		if renewed {
+			m.judge()
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -313,15 +316,16 @@ func (m *Members) Leave(ctx context.Context) error {
 
 // renewIfDue renews this replica's member Lease if a third of the lease
 // duration has passed since the last renewal, or the units it holds or
-// offers changed.
-func (m *Members) renewIfDue(ctx context.Context) error {
+// offers changed; it reports whether it wrote.
+func (m *Members) renewIfDue(ctx context.Context) (bool, error) {
 	m.mu.Lock()
 	due := m.renewed.IsZero() || m.cfg.Clock.Since(m.renewed) >= m.cfg.LeaseDuration/3 || m.gen != m.writtenGen
 	m.mu.Unlock()
 	if !due {
-		return nil
+		return false, nil
 	}
-	return m.renew(ctx)
+	err := m.renew(ctx)
+	return err == nil, err
 }
 
 // renew writes this replica's member Lease: its units and a new renewTime,

@@ -194,7 +194,7 @@ func TestMembersKeepWhatTheyHoldOnlyWhenAllSayWhat(t *testing.T) {
 		for _, u := range aHolds {
 			m.SetHolding(u, true)
 		}
-		if err := m.renewIfDue(context.Background()); err != nil {
+		if _, err := m.renewIfDue(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		b := memberLease("b", "1", time.Now(), "w1,w2,w3,w4")
@@ -229,7 +229,7 @@ func TestMembersOfferLater(t *testing.T) {
 	if got := m.Owner("pipeline"); got != "" {
 		t.Fatalf("pipeline assigned to %q before a's member Lease states it", got)
 	}
-	if err := m.renewIfDue(context.Background()); err != nil {
+	if _, err := m.renewIfDue(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	m.judge()

@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -304,18 +303,16 @@ func drainWhenUnassigned(ctx context.Context, members *membership.Members, unit 
 // take this replica's controllers as soon as it releases them.
 //
 // A replica offers each controller once that controller's own caches have
-// synced, so that one handed to it runs at once, as a warm standby's does,
-// and one whose caches cannot sync (its CRD or its RBAC rule missing) keeps
-// only itself from being led here. A shard unit is offered at once: it
-// builds its caches when it leads.
+// synced (managerStatus.followSync), so that one handed to it runs at once,
+// as a warm standby's does, and one whose caches cannot sync (its CRD or
+// its RBAC rule missing) keeps only itself from being led here. A shard unit
+// is offered at once: it builds its caches when it leads.
 func (m *Manager) joinMembers(ctx context.Context, el *election, us []unit) (*membership.Members, func()) {
 	le := m.opts.LeaderElection
-	var cold, warm []string
+	var cold []string
 	for _, u := range us {
 		if u.shard != nil {
 			cold = append(cold, u.Name)
-		} else {
-			warm = append(warm, u.Name)
 		}
 	}
 	members := membership.New(membership.Config{
@@ -329,31 +326,20 @@ func (m *Manager) joinMembers(ctx context.Context, el *election, us []unit) (*me
 	})
 	m.status.setMembers(members, el.identity)
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
 		if err := members.Run(runCtx); err != nil {
 			klog.FromContext(ctx).Error(err, "Cannot follow the other replicas; this replica leads only what it can take")
 		}
-	})
-	wg.Go(func() {
-		_ = wait.PollUntilContextCancel(runCtx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
-			warm = slices.DeleteFunc(warm, func(name string) bool {
-				if !m.status.controllerSynced(name) {
-					return false
-				}
-				members.Offer(name)
-				return true
-			})
-			return len(warm) == 0, nil
-		})
-	})
+	}()
 	// Leave as soon as shutdown begins, before the controllers drain, so
 	// that each Lease they release has a taker waiting.
 	var once sync.Once
 	leave := func() {
 		once.Do(func() {
 			stop()
-			wg.Wait()
+			<-done
 			leaveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), le.RenewDeadline.Duration)
 			defer cancel()
 			if err := members.Leave(leaveCtx); err != nil {

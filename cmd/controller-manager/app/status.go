@@ -86,7 +86,8 @@ func (s *managerStatus) dropBuilt(cs []Controller) {
 
 // followSync records, and exports as a metric, when the caches controller c
 // reads have synced: those it names (CacheSyncer), or else every informer
-// started. It gives up when ctx is done.
+// started. In per-controller mode the replica then offers c to the others
+// (setMembers). It gives up when ctx is done.
 func (s *managerStatus) followSync(ctx context.Context, c Controller) {
 	synced := s.synced
 	if cs, ok := c.(CacheSyncer); ok {
@@ -102,14 +103,9 @@ func (s *managerStatus) followSync(ctx context.Context, c Controller) {
 	defer s.mu.Unlock()
 	s.cachesSynced[c.Name()] = true
 	controller.SetCachesSynced(c.Name(), true)
-}
-
-// controllerSynced reports whether the caches the named controller reads
-// have synced (followSync).
-func (s *managerStatus) controllerSynced(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cachesSynced[name]
+	if s.members != nil {
+		s.members.Offer(c.Name())
+	}
 }
 
 // setRunning records whether the workers of cs run; a controller rebuilt
@@ -144,10 +140,16 @@ func (s *managerStatus) setLease(controller, lease string) {
 	s.leaseFor[controller] = lease
 }
 
+// setMembers records the membership of per-controller mode, and offers it
+// the controllers whose caches have synced so far (followSync offers the
+// others as theirs do).
 func (s *managerStatus) setMembers(members *membership.Members, identity string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.members, s.identity = members, identity
+	for name := range s.cachesSynced {
+		members.Offer(name)
+	}
 }
 
 func (s *managerStatus) addUnsynced(n int) {

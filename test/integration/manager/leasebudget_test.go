@@ -18,9 +18,6 @@ package manager
 
 import (
 	"context"
-	"net/http"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,19 +29,6 @@ import (
 	"github.com/ndsl/controller-manager/pkg/shard"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
-
-// leaseWrites counts the Lease updates a client sends.
-type leaseWrites struct {
-	rt http.RoundTripper
-	n  *atomic.Int64
-}
-
-func (c leaseWrites) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/leases/") {
-		c.n.Add(1)
-	}
-	return c.rt.RoundTrip(r)
-}
 
 // One replica holding all 64 shard Leases renews each once per retry
 // period (2 s): 32 updates a second, beyond the default --kube-api-qps of
@@ -62,10 +46,10 @@ func TestLeaseClientKeepsUpWithEveryRenewal(t *testing.T) {
 			return idle{name: cc.UnitName("idle")}, nil
 		},
 	}}
-	var writes atomic.Int64
+	var counts leaseCounts
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.QPS, cfg.Burst = 20, 30 // the flags' defaults
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return leaseWrites{rt: rt, n: &writes} })
+	cfg.Wrap(counts.wrap)
 	m := framework.StartManagerWith(t, cp.Config, registry, func(o *options.Options) {
 		o.LeaderElection.LeaderElect = true
 		o.LeaderElection.ResourceNamespace = ns
@@ -85,9 +69,9 @@ func TestLeaseClientKeepsUpWithEveryRenewal(t *testing.T) {
 	// Renewals alone are shards / retry a second; allow 15% for jitter.
 	window := 5 * retry
 	want := 0.85 * shards / retry.Seconds()
-	before := writes.Load()
+	before := counts.writes.Load()
 	<-time.After(window)
-	got := float64(writes.Load()-before) / window.Seconds()
+	got := float64(counts.writes.Load()-before) / window.Seconds()
 	t.Logf("%.1f Lease updates a second for %d Leases renewed every %v", got, shards, retry)
 	if got < want {
 		t.Errorf("%.1f Lease updates a second, want at least %.1f: renewals wait on the client's rate limit", got, want)

@@ -33,22 +33,23 @@ import (
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
-// leaseReads counts the GETs of single Leases a client sends, and the
-// watches of Leases it opens.
-type leaseReads struct {
-	rt         http.RoundTripper
-	n, watches *atomic.Int64
-}
+// leaseCounts counts the Lease requests of the clients wrap wraps: GETs of
+// single Leases, updates, and watches opened.
+type leaseCounts struct{ reads, writes, watches atomic.Int64 }
 
-func (c leaseReads) RoundTrip(r *http.Request) (*http.Response, error) {
-	watch := r.URL.Query().Get("watch")
-	switch {
-	case r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/leases/") && watch == "":
-		c.n.Add(1)
-	case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/leases") && (watch == "true" || watch == "1"):
-		c.watches.Add(1)
-	}
-	return c.rt.RoundTrip(r)
+func (c *leaseCounts) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		watch := r.URL.Query().Get("watch")
+		switch {
+		case r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/leases/") && watch == "":
+			c.reads.Add(1)
+		case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/leases") && (watch == "true" || watch == "1"):
+			c.watches.Add(1)
+		case r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/leases/"):
+			c.writes.Add(1)
+		}
+		return rt.RoundTrip(r)
+	})
 }
 
 // Three replicas share 16 shard units. A replica's elector of a unit
@@ -69,11 +70,11 @@ func TestLeasesAssignedElsewhereAreNotPolled(t *testing.T) {
 			return idle{name: cc.UnitName("idle")}, nil
 		},
 	}}
-	var reads, watches atomic.Int64
+	var counts leaseCounts
 	var replicas []*framework.Manager
 	for range 3 {
 		cfg := rest.CopyConfig(cp.Config)
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return leaseReads{rt: rt, n: &reads, watches: &watches} })
+		cfg.Wrap(counts.wrap)
 		replicas = append(replicas, framework.StartManagerWith(t, cp.Config, registry, func(o *options.Options) {
 			shortLease(ns, "reads")(o)
 			o.Generic.Controllers = []string{"*"}
@@ -106,15 +107,15 @@ func TestLeasesAssignedElsewhereAreNotPolled(t *testing.T) {
 	window := 5 * time.Second
 	var n int64
 	framework.Eventually(t, 60*time.Second, fmt.Sprintf("a window of %v with at most %d Lease reads", window, shards), func(context.Context) (bool, error) {
-		before := reads.Load()
+		before := counts.reads.Load()
 		<-time.After(window)
-		n = reads.Load() - before
+		n = counts.reads.Load() - before
 		t.Logf("%d Lease reads in %v by 3 replicas sharing %d shards (%.1f/s)", n, window, shards, float64(n)/window.Seconds())
 		return n <= shards, nil
 	})
 	// One Lease watch per replica for the electors and one for membership;
 	// one reconnect each is allowed for.
-	if got, most := watches.Load(), int64(3*(2+2)); got > most {
+	if got, most := counts.watches.Load(), int64(3*(2+2)); got > most {
 		t.Errorf("3 replicas sharing %d shards opened %d Lease watches, want at most %d", shards, got, most)
 	} else {
 		t.Logf("3 replicas sharing %d shards opened %d Lease watches", shards, got)
