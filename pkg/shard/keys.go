@@ -17,39 +17,70 @@ limitations under the License.
 package shard
 
 import (
+	"hash/fnv"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// The field paths the API server can select shards by (KEP-5866); its parser
-// accepts these two and no other (k8s.io/apiserver/pkg/sharding).
-const (
-	namespaceField = "object.metadata.namespace"
-	uidField       = "object.metadata.uid"
-)
+// KeyVersion names how objects are placed: the keys and their hashes. A
+// change of it moves objects between shards, so it is part of the Lease
+// layout (replicas that place objects differently never lead at once).
+// Version 1 hashed namespaces with plain FNV-1a; version 2 mixes them.
+const KeyVersion = 2
 
-// Key is what places an object in a shard: the value that is hashed.
+// uidField is the field path of the uid in the API server's shard selector
+// (KEP-5866), whose parser accepts it and object.metadata.namespace only
+// (k8s.io/apiserver/pkg/sharding).
+const uidField = "object.metadata.uid"
+
+// Key is what places an object in a shard: a hash of one of its values.
 type Key struct {
 	// name is for logs and errors.
 	name string
 	// field is the API server's field path for the value, or "" when the
-	// server cannot select by it and only the client filters.
+	// server cannot select by it (or hashes it otherwise) and only the
+	// client filters.
 	field string
-	// value returns the value to hash.
-	value func(metav1.Object) string
+	// place returns where the object is in the hash space.
+	place func(metav1.Object) uint64
 }
 
 // Namespace places namespaced objects by their namespace, so that an App,
 // its children and the Services and Ingresses the Ingress controller reads
-// in one namespace are all in one shard. Mind the names: namespaces that
-// differ only in a short suffix hash close together and may share a shard
-// (see the package documentation).
-var Namespace = Key{name: "namespace", field: namespaceField, value: func(o metav1.Object) string { return o.GetNamespace() }}
+// in one namespace are all in one shard. The namespace's hash is mixed
+// (namespaceHash), so that names that differ only in their last characters
+// spread as evenly as random ones; the API server cannot select by that
+// hash, so only the client filters.
+var Namespace = Key{name: "namespace", place: func(o metav1.Object) uint64 { return namespaceHash(o.GetNamespace()) }}
 
 // UID places objects by their uid: cluster-scoped owners such as Pipelines,
-// whose namespace is empty. A recreated object of the same name has another
-// uid and may land in another shard.
-var UID = Key{name: "uid", field: uidField, value: func(o metav1.Object) string { return string(o.GetUID()) }}
+// whose namespace is empty. Uids are random, so the API server's own hash
+// (plain FNV-1a) spreads them evenly, and the server can select them. A
+// recreated object of the same name has another uid and may land in another
+// shard.
+var UID = Key{name: "uid", field: uidField, place: func(o metav1.Object) uint64 { return uidHash(string(o.GetUID())) }}
+
+// uidHash is the API server's hash of a value: 64-bit FNV-1a
+// (k8s.io/apimachinery/pkg/sharding.HashField, as a number).
+func uidHash(value string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(value))
+	return h.Sum64()
+}
+
+// namespaceHash is FNV-1a mixed by the finalizer of SplitMix64. FNV-1a
+// alone moves a value's last bytes into the high bits the ranges are cut
+// on barely at all: team-a ... team-z all landed in one shard of 4.
+func namespaceHash(value string) uint64 {
+	x := uidHash(value)
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
 
 // ControllerOwner places an object where its controller is: by the
 // controller's uid when the controller is of one of the kinds in owners,
@@ -63,11 +94,11 @@ var UID = Key{name: "uid", field: uidField, value: func(o metav1.Object) string 
 // is filtered on the client only: a shard's cache holds only its range, but
 // every shard still receives every object of the kind.
 func ControllerOwner(owners ...schema.GroupKind) Key {
-	return Key{name: "controller owner", value: func(o metav1.Object) string {
+	return Key{name: "controller owner", place: func(o metav1.Object) uint64 {
 		if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ownedBy(ref, owners) {
-			return string(ref.UID)
+			return uidHash(string(ref.UID))
 		}
-		return o.GetNamespace()
+		return namespaceHash(o.GetNamespace())
 	}}
 }
 

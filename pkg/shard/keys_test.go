@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apisharding "k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -74,7 +75,7 @@ func TestControllerOwner(t *testing.T) {
 					got := s.Predicate(key)(tc.obj)
 					want := s.Predicate(UID)(pipeline)
 					if !tc.byOwner {
-						want = s.Contains(tc.obj.GetNamespace())
+						want = s.ContainsNamespace(tc.obj.GetNamespace())
 					}
 					if got != want {
 						t.Errorf("%s, %s: in shard %s is %v, want %v", tc.name, ns, s, got, want)
@@ -99,7 +100,7 @@ func TestNamespaceAndUID(t *testing.T) {
 	shards, _ := All(4)
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", UID: "b"}}
 	for _, s := range shards {
-		if s.Predicate(Namespace)(obj) != s.Contains("a") || s.Predicate(UID)(obj) != s.Contains("b") {
+		if s.Predicate(Namespace)(obj) != s.ContainsNamespace("a") || s.Predicate(UID)(obj) != s.ContainsUID("b") {
 			t.Errorf("shard %s places %s/%s otherwise than by its namespace and uid", s, obj.Namespace, obj.UID)
 		}
 	}
@@ -108,20 +109,63 @@ func TestNamespaceAndUID(t *testing.T) {
 	}
 }
 
-// Pinned, the limit the package documentation states: FNV-1a barely mixes a
-// value's last bytes into the high bits the ranges are cut on, so ten
-// namespaces that differ in their last character share one shard of 4.
-func TestShortSuffixesShareAShard(t *testing.T) {
+// Namespaces spread evenly over the shards whatever names users choose:
+// sequences that differ only in their last characters, which plain FNV-1a
+// (key version 1) put all in one shard, land within 10% of an even share.
+func TestNamespacesOfEveryShapeSpreadEvenly(t *testing.T) {
+	consonants, vowels := "bcdfghjklmnprstvwxyz", "aeiou"
+	syllables := make([]string, 0, len(consonants)*len(vowels))
+	for _, c := range consonants {
+		for _, v := range vowels {
+			syllables = append(syllables, string(c)+string(v))
+		}
+	}
+	shapes := map[string]func(i int) string{
+		"app-0 ... app-9999":        func(i int) string { return fmt.Sprintf("app-%d", i) },
+		"tenant-1 ... tenant-10000": func(i int) string { return fmt.Sprintf("tenant-%d", i+1) },
+		"team-<word>": func(i int) string {
+			return "team-" + syllables[i/len(syllables)] + syllables[i%len(syllables)]
+		},
+	}
+	const names = 10000
+	for shape, name := range shapes {
+		for _, n := range []int{4, 8} {
+			shards, _ := All(n)
+			counts := make([]int, n)
+			for i := range names {
+				for _, s := range shards {
+					if s.ContainsNamespace(name(i)) {
+						counts[s.Index]++
+					}
+				}
+			}
+			even := names / n
+			for i, c := range counts {
+				if c < even*9/10 || c > even*11/10 {
+					t.Errorf("%s over %d shards: shard %d holds %d names, want %d +- 10%% (all: %v)", shape, n, i, c, even, counts)
+				}
+			}
+		}
+	}
 	shards, _ := All(4)
 	for _, s := range shards {
 		in := 0
-		for i := range 10 {
-			if s.Contains(fmt.Sprintf("team-%d", i)) {
+		for c := 'a'; c <= 'z'; c++ {
+			if s.ContainsNamespace("team-" + string(c)) {
 				in++
 			}
 		}
-		if in != 0 && in != 10 {
-			t.Errorf("shard %s holds %d of team-0 ... team-9, want all or none", s, in)
+		if in == 0 {
+			t.Errorf("shard %s holds none of team-a ... team-z", s)
+		}
+	}
+}
+
+// Uids are placed by the API server's own hash, so that it can select them.
+func TestUIDsHashAsTheServerDoes(t *testing.T) {
+	for _, uid := range []string{"", "a", "0b1c2d3e-0000-4000-8000-123456789abc"} {
+		if got, want := fmt.Sprintf("%016x", uidHash(uid)), apisharding.HashField(uid); got != want {
+			t.Errorf("uid %q hashes to %s, the API server's hash is %s", uid, got, want)
 		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -73,21 +74,22 @@ func selectorMatches(sel string, obj runtime.Object) bool {
 	for _, n := range []int{2, 3, 4, 7} {
 		shards, _ := All(n)
 		for _, s := range shards {
-			if s.Selector(Namespace) == sel {
-				return s.Predicate(Namespace)(obj)
+			if s.Selector(UID) == sel {
+				return s.Predicate(UID)(obj)
 			}
 		}
 	}
-	if sel == canarySelector(Namespace) {
+	if sel == canarySelector(UID) {
 		return false
 	}
 	panic("unknown selector " + sel)
 }
 
-func services(namespaces ...string) []corev1.Service {
+// services returns a Service of each uid.
+func services(uids ...string) []corev1.Service {
 	var out []corev1.Service
-	for _, ns := range namespaces {
-		out = append(out, corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s"}})
+	for _, uid := range uids {
+		out = append(out, corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: types.UID(uid)}})
 	}
 	return out
 }
@@ -100,12 +102,13 @@ func TestProbe(t *testing.T) {
 		want   string
 		lists  int
 	}{
-		{"echoed (a built-in type)", fakeServer{honours: true, echo: true, objects: services("a", "b")}, Namespace, PathServer, 1},
-		{"filtered, not echoed (a custom resource)", fakeServer{honours: true, objects: services("a", "b")}, Namespace, PathServer, 2},
-		{"ignored", fakeServer{objects: services("a", "b")}, Namespace, PathClient, 1},
-		{"nothing to tell by", fakeServer{honours: true}, Namespace, "", 2},
-		{"ignored, nothing to tell by", fakeServer{}, Namespace, "", 2},
+		{"echoed (a built-in type)", fakeServer{honours: true, echo: true, objects: services("a", "b")}, UID, PathServer, 1},
+		{"filtered, not echoed (a custom resource)", fakeServer{honours: true, objects: services("a", "b")}, UID, PathServer, 2},
+		{"ignored", fakeServer{objects: services("a", "b")}, UID, PathClient, 1},
+		{"nothing to tell by", fakeServer{honours: true}, UID, "", 2},
+		{"ignored, nothing to tell by", fakeServer{}, UID, "", 2},
 		{"a key the server cannot select by", fakeServer{honours: true, echo: true, objects: services("a")}, ControllerOwner(), PathClient, 0},
+		{"namespaces, hashed otherwise than the server does", fakeServer{honours: true, echo: true, objects: services("a")}, Namespace, PathClient, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Probe(context.Background(), tc.server.listWatch(), tc.key)
@@ -133,11 +136,11 @@ func TestListerWatcher(t *testing.T) {
 	s, _ := New(0, 2)
 	var in, out []string
 	for i := range 16 {
-		ns := fmt.Sprintf("%d-ns", i) // a varying first byte spreads (see TestShortSuffixesShareAShard)
-		if s.Contains(ns) {
-			in = append(in, ns)
+		uid := fmt.Sprintf("%d-uid", i) // a varying first byte spreads under plain FNV-1a
+		if s.ContainsUID(uid) {
+			in = append(in, uid)
 		} else {
-			out = append(out, ns)
+			out = append(out, uid)
 		}
 	}
 	if len(in) == 0 || len(out) == 0 {
@@ -145,7 +148,7 @@ func TestListerWatcher(t *testing.T) {
 	}
 	for _, honours := range []bool{true, false} {
 		server := &fakeServer{honours: honours, echo: true, objects: services(append(append([]string{}, in...), out...)...)}
-		lw := NewListerWatcher(server.listWatch(), s, Namespace, "services")
+		lw := NewListerWatcher(server.listWatch(), s, UID, "services")
 		list, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			t.Fatal(err)
@@ -161,8 +164,8 @@ func TestListerWatcher(t *testing.T) {
 			t.Fatalf("honours %v: %d requests, want 3", honours, len(server.requests))
 		}
 		for _, o := range server.requests[1:] {
-			if o.ShardSelector != s.Selector(Namespace) {
-				t.Errorf("a list or watch asks for shard selector %q, want %q", o.ShardSelector, s.Selector(Namespace))
+			if o.ShardSelector != s.Selector(UID) {
+				t.Errorf("a list or watch asks for shard selector %q, want %q", o.ShardSelector, s.Selector(UID))
 			}
 		}
 		wantPath, wantDropped := PathServer, 0
@@ -179,7 +182,7 @@ func TestListerWatcher(t *testing.T) {
 func TestListerWatcherProbesAgain(t *testing.T) {
 	s, _ := New(1, 2)
 	server := &fakeServer{honours: true, echo: true, objects: services("a"), err: errors.New("unavailable")}
-	lw := NewListerWatcher(server.listWatch(), s, Namespace, "services")
+	lw := NewListerWatcher(server.listWatch(), s, UID, "services")
 	if _, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +202,7 @@ func TestListerWatcherProbesAgain(t *testing.T) {
 func TestListerWatcherOfOneShard(t *testing.T) {
 	s, _ := New(0, 1)
 	server := &fakeServer{objects: services("a", "b", "c")}
-	lw := NewListerWatcher(server.listWatch(), s, Namespace, "services")
+	lw := NewListerWatcher(server.listWatch(), s, UID, "services")
 	list, err := lw.List(metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

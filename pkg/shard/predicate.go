@@ -24,7 +24,7 @@ import (
 
 // Keeps returns whether an object belongs to s by k.
 func (s Shard) Keeps(k Key) func(obj metav1.Object) bool {
-	return func(obj metav1.Object) bool { return s.Contains(k.value(obj)) }
+	return func(obj metav1.Object) bool { return s.containsHash(k.place(obj)) }
 }
 
 // Predicate is Keeps for what an event handler receives: an object or the

@@ -31,13 +31,13 @@ func TestRangesOfAgreesWithTheServersParser(t *testing.T) {
 	for _, n := range []int{2, 3, 4, 7} {
 		shards, _ := All(n)
 		for _, s := range shards {
-			for _, k := range []Key{Namespace, UID} {
+			for _, k := range []Key{UID} {
 				selectors = append(selectors, s.Selector(k))
 			}
 		}
 	}
 	selectors = append(selectors,
-		canarySelector(Namespace),
+		canarySelector(UID),
 		`shardRange(object.metadata.uid,'0x0000000000000000','0x8000000000000000')`,
 		`shardRange(object.metadata.uid, "0x0000000000000000", "0x8000000000000000")`,
 		`shardRange(object.metadata.namespace, '0x0000000000000000', '0x4000000000000000') || shardRange(object.metadata.namespace, '0x8000000000000000', '0xc000000000000000')`,

@@ -28,10 +28,14 @@ import (
 const hashSpaceEnd = "0x10000000000000000"
 
 // Shard is shard Index of Count: the Index-th of Count contiguous ranges of
-// the 64-bit FNV-1a hash space, [Index*2^64/Count, (Index+1)*2^64/Count).
+// the 64-bit hash space, [Index*2^64/Count, (Index+1)*2^64/Count).
 type Shard struct {
 	Index, Count int
-	// start and end are the range's bounds as the API server writes them:
+	// lo and hi are the range's bounds, hi exclusive; the last range's hi
+	// is 2^64, written 0 with last set.
+	lo, hi uint64
+	last   bool
+	// start and end are the same bounds as the API server writes them:
 	// 0x and 16 lowercase hex digits, end exclusive and 2^64 for the last.
 	start, end string
 }
@@ -41,9 +45,11 @@ func New(index, count int) (Shard, error) {
 	if count < 1 || index < 0 || index >= count {
 		return Shard{}, fmt.Errorf("shard %d of %d: want 0 <= index < count", index, count)
 	}
-	s := Shard{Index: index, Count: count, start: bound(index, count), end: hashSpaceEnd}
-	if index+1 < count {
-		s.end = bound(index+1, count)
+	s := Shard{Index: index, Count: count, lo: bound(index, count), last: index+1 == count, end: hashSpaceEnd}
+	s.start = hex(s.lo)
+	if !s.last {
+		s.hi = bound(index+1, count)
+		s.end = hex(s.hi)
 	}
 	return s, nil
 }
@@ -60,24 +66,26 @@ func All(count int) ([]Shard, error) {
 	return shards, nil
 }
 
-// bound is floor(i * 2^64 / n) for 0 <= i < n, in the API server's hex form.
-// Integer division spreads the remainder so that no range is more than one
-// hash larger than another.
-func bound(i, n int) string {
+// bound is floor(i * 2^64 / n) for 0 <= i < n. Integer division spreads
+// the remainder so that no range is more than one hash larger than another.
+func bound(i, n int) uint64 {
 	q, _ := bits.Div64(uint64(i), 0, uint64(n))
-	return fmt.Sprintf("0x%016x", q)
+	return q
 }
 
-// Contains reports whether value hashes into s: the hash and the comparison
-// are apimachinery's (pkg/sharding), the ones the API server filters with.
-func (s Shard) Contains(value string) bool {
-	return s.containsHash("0x" + apisharding.HashField(value))
-}
+// hex is h in the API server's form.
+func hex(h uint64) string { return fmt.Sprintf("0x%016x", h) }
 
-// containsHash reports whether h, in the API server's hex form, is in
-// [start, end).
-func (s Shard) containsHash(h string) bool {
-	return !apisharding.HexLess(h, s.start) && apisharding.HexLess(h, s.end)
+// ContainsNamespace reports whether objects of namespace ns are in s by the
+// Namespace key.
+func (s Shard) ContainsNamespace(ns string) bool { return s.containsHash(namespaceHash(ns)) }
+
+// ContainsUID reports whether the object of uid is in s by the UID key.
+func (s Shard) ContainsUID(uid string) bool { return s.containsHash(uidHash(uid)) }
+
+// containsHash reports whether h is in [lo, hi).
+func (s Shard) containsHash(h uint64) bool {
+	return h >= s.lo && (s.last || h < s.hi)
 }
 
 // requirement is s as a shard range over field, e.g.

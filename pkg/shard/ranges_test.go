@@ -116,7 +116,7 @@ func TestContainsAtTheBoundaries(t *testing.T) {
 		{"0xffffffffffffffff", 3},
 	} {
 		for _, s := range shards {
-			if got := s.containsHash(tc.hash); got != (s.Index == tc.in) {
+			if got := s.containsHash(hexValue(t, tc.hash).Uint64()); got != (s.Index == tc.in) {
 				t.Errorf("shard %s contains %s: %v, want it only in shard %d", s, tc.hash, got, tc.in)
 			}
 		}
@@ -142,7 +142,7 @@ func TestEveryValueInExactlyOneShard(t *testing.T) {
 			value := "ns-" + strconv.Itoa(v)
 			in := 0
 			for _, s := range shards {
-				if s.Contains(value) {
+				if s.ContainsNamespace(value) {
 					in++
 				}
 			}
@@ -159,7 +159,7 @@ func TestSelectorMatchesAsTheServerDoes(t *testing.T) {
 	for _, n := range []int{2, 3, 4, 7} {
 		shards, _ := All(n)
 		for _, s := range shards {
-			for _, k := range []Key{Namespace, UID} {
+			for _, k := range []Key{UID} { // the keys the server selects by
 				sel := s.Selector(k)
 				parsed, err := sharding.Parse(sel)
 				if err != nil {
@@ -191,11 +191,13 @@ func TestSelectorMatchesAsTheServerDoes(t *testing.T) {
 // One shard, or a key the server cannot select by, sends no selector.
 func TestNoSelector(t *testing.T) {
 	one, _ := New(0, 1)
-	if sel := one.Selector(Namespace); sel != "" {
+	if sel := one.Selector(UID); sel != "" {
 		t.Errorf("--shards=1 sends selector %q", sel)
 	}
 	two, _ := New(1, 2)
-	if sel := two.Selector(ControllerOwner()); sel != "" {
-		t.Errorf("the controller-owner key sends selector %q", sel)
+	for _, k := range []Key{ControllerOwner(), Namespace} {
+		if sel := two.Selector(k); sel != "" {
+			t.Errorf("the %s key sends selector %q", k, sel)
+		}
 	}
 }

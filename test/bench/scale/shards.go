@@ -292,7 +292,7 @@ func mustShards(n int) []shard.Shard {
 // shardOf is the index of the range namespace hashes into.
 func shardOf(ranges []shard.Shard, namespace string) int {
 	for i, r := range ranges {
-		if r.Contains(namespace) {
+		if r.ContainsNamespace(namespace) {
 			return i
 		}
 	}

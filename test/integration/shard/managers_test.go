@@ -43,7 +43,7 @@ import (
 )
 
 // Two replicas with --shards=2 split the App and Ingress controllers into
-// app-0, app-1, ingress-0 and ingress-1, two each; each unit writes only in
+// app-0-of-2, app-1-of-2, ingress-0-of-2 and ingress-1-of-2, two each; each unit writes only in
 // the namespaces of its shard, and every App and annotated Service
 // converges. When one replica stops, the other leads every unit and
 // converges Apps of either shard. On both API server paths.
@@ -63,8 +63,7 @@ func testShardedManagers(t *testing.T, cp *controlplane.ControlPlane) {
 		t.Fatal(err)
 	}
 	leaseNS := framework.CreateNamespace(t, cp.Client)
-	// Namespaces of each shard, two each, with names that vary throughout
-	// (names that differ only at the end share a shard, see pkg/shard).
+	// Namespaces of each shard, two each.
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	byShard := map[int][]string{}
 	for len(byShard[0]) < 2 || len(byShard[1]) < 2 {
@@ -126,7 +125,7 @@ func testShardedManagers(t *testing.T, cp *controlplane.ControlPlane) {
 			}
 			units++
 			for req := range reqs {
-				if ns := namespaceOf(req); strings.HasSuffix(ns, "-apps") && fmt.Sprint(shardOf(ns, 2)) != index {
+				if ns := namespaceOf(req); strings.HasSuffix(ns, "-apps") && fmt.Sprintf("%d-of-2", shardOf(ns, 2)) != index {
 					t.Errorf("unit %s on replica %s wrote %s, in shard %d", client, name, req, shardOf(ns, 2))
 				}
 			}
@@ -136,8 +135,8 @@ func testShardedManagers(t *testing.T, cp *controlplane.ControlPlane) {
 		t.Errorf("%d units wrote, want the four", units)
 	}
 
-	// The leader of app-0 stops: the other leads both shards.
-	stopped := ledBy["app-0"]
+	// The leader of app-0-of-2 stops: the other leads both shards.
+	stopped := ledBy["app-0-of-2"]
 	if err := replicas[stopped].Stop(); err != nil {
 		t.Fatalf("stopping %s: %v", stopped, err)
 	}
@@ -175,10 +174,20 @@ func shardedOptions(leaseNS string, controllers ...string) func(*options.Options
 	}
 }
 
-// shardOf is the shard of n that value hashes to.
-func shardOf(value string, n int) int {
+// shardOf is the shard of n that holds namespace ns's objects.
+func shardOf(ns string, n int) int {
 	for i := range n {
-		if s, _ := shards.New(i, n); s.Contains(value) {
+		if s, _ := shards.New(i, n); s.ContainsNamespace(ns) {
+			return i
+		}
+	}
+	return -1
+}
+
+// shardOfUID is the shard of n that holds the object of uid.
+func shardOfUID(uid string, n int) int {
+	for i := range n {
+		if s, _ := shards.New(i, n); s.ContainsUID(uid) {
 			return i
 		}
 	}
@@ -282,7 +291,7 @@ func testShardedPipelines(t *testing.T, cp *controlplane.ControlPlane) {
 		"a": framework.StartManager(t, cp.Config, sharded),
 		"b": framework.StartManager(t, cp.Config, sharded),
 	}
-	framework.Eventually(t, 60*time.Second, "pipeline-0 and pipeline-1 led by one replica each", func(context.Context) (bool, error) {
+	framework.Eventually(t, 60*time.Second, "pipeline-0-of-2 and pipeline-1-of-2 led by one replica each", func(context.Context) (bool, error) {
 		led := map[string]string{}
 		for name, m := range replicas {
 			for _, c := range debug(t, m).Controllers {
@@ -291,7 +300,7 @@ func testShardedPipelines(t *testing.T, cp *controlplane.ControlPlane) {
 				}
 			}
 		}
-		return len(led) == 2 && led["pipeline-0"] != led["pipeline-1"], nil
+		return len(led) == 2 && led["pipeline-0-of-2"] != led["pipeline-1-of-2"], nil
 	})
 
 	// Pipelines until each shard has two.
@@ -310,7 +319,7 @@ func testShardedPipelines(t *testing.T, cp *controlplane.ControlPlane) {
 		t.Cleanup(func() {
 			_ = crd.PipelineV1beta1().Pipelines().Delete(context.Background(), created.Name, metav1.DeleteOptions{})
 		})
-		i := shardOf(string(created.UID), 2)
+		i := shardOfUID(string(created.UID), 2)
 		shardOfPipeline[created.Name] = i
 		count[i]++
 	}
@@ -337,13 +346,13 @@ func testShardedPipelines(t *testing.T, cp *controlplane.ControlPlane) {
 					continue
 				}
 				pname, _, _ := strings.Cut(rest, "/")
-				if i, ours := shardOfPipeline[pname]; ours && fmt.Sprint(i) != index {
+				if i, ours := shardOfPipeline[pname]; ours && fmt.Sprintf("%d-of-2", i) != index {
 					t.Errorf("unit %s on replica %s wrote %s, of a Pipeline in shard %d", client, name, req, i)
 				}
 			}
 		}
 	}
 	if units != 2 {
-		t.Errorf("%d units wrote, want pipeline-0 and pipeline-1", units)
+		t.Errorf("%d units wrote, want pipeline-0-of-2 and pipeline-1-of-2", units)
 	}
 }

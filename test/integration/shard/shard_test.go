@@ -19,6 +19,7 @@ package shard
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,7 +174,7 @@ func checkPartition(t *testing.T, w *world, inf informers, kind string, n int) {
 				t.Errorf("%s: shard %d/%d holds %s, which the test did not create", kind, i, n, key)
 				continue
 			}
-			if o := oracleShard(value, n); o != i {
+			if o := oraclePlace(value, n); o != i {
 				t.Errorf("%s: %s is in shard %d/%d, its hash places it in %d", kind, key, i, n, o)
 			}
 		}
@@ -224,7 +225,7 @@ func waitPlaced(t *testing.T, w *world, inf informers) {
 		for _, kind := range kinds {
 			for _, n := range counts {
 				for key, value := range w.objects[kind] {
-					if _, ok, _ := inf[kind][n][oracleShard(value, n)].informer.GetStore().GetByKey(key); !ok {
+					if _, ok, _ := inf[kind][n][oraclePlace(value, n)].informer.GetStore().GetByKey(key); !ok {
 						return false, nil
 					}
 				}
@@ -249,7 +250,7 @@ func (w *world) fences(ctx context.Context) {
 	var namespaces [4]string
 	for missing := 4; missing > 0; {
 		ns := w.name("fence")
-		if i := oracleShard(ns, 4); namespaces[i] == "" {
+		if i := oracleNamespaceShard(ns, 4); namespaces[i] == "" {
 			namespaces[i] = ns
 			missing--
 		}
@@ -276,9 +277,10 @@ func (w *world) fences(ctx context.Context) {
 func (w *world) handOver(ctx context.Context) {
 	w.t.Helper()
 	for name, from := range w.objects[volumes] {
-		if from == "" {
+		if !strings.HasPrefix(from, "uid:") {
 			continue
 		}
+		from = strings.TrimPrefix(from, "uid:")
 		for _, to := range w.pipelineUIDs {
 			if oracleShard(to, 2) == oracleShard(from, 2) {
 				continue
@@ -288,7 +290,7 @@ func (w *world) handOver(ctx context.Context) {
 			if _, err := w.kube.CoreV1().PersistentVolumes().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 				w.t.Fatalf("handing PersistentVolume %s over: %v", name, err)
 			}
-			w.objects[volumes][name] = to
+			w.objects[volumes][name] = "uid:" + to
 			return
 		}
 	}

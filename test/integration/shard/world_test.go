@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/bits"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,14 +60,36 @@ var keyOf = map[string]shards.Key{
 	volumes:   shards.ControllerOwner(pipelinev1beta1.SchemeGroupVersion.WithKind("Pipeline").GroupKind()),
 }
 
-// oracleShard is the shard of n (1, 2 or 4) that value hashes to, computed
-// here from hash/fnv and not by pkg/shard: the top bits of the 64-bit
-// FNV-1a hash.
+// oracleShard is the shard of n (1, 2 or 4) that the API server's hash
+// places value in, computed here from hash/fnv and not by pkg/shard: the
+// top bits of the 64-bit FNV-1a hash. Uids are placed so.
 func oracleShard(value string, n int) int {
 	h := fnv.New64a()
 	h.Write([]byte(value))
 	hi, _ := bits.Mul64(h.Sum64(), uint64(n))
 	return int(hi)
+}
+
+// oracleNamespaceShard is the shard of n that namespace ns's objects are
+// in: the top bits of FNV-1a mixed by SplitMix64's finalizer.
+func oracleNamespaceShard(ns string, n int) int {
+	h := fnv.New64a()
+	h.Write([]byte(ns))
+	x := h.Sum64()
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	x ^= x >> 31
+	hi, _ := bits.Mul64(x, uint64(n))
+	return int(hi)
+}
+
+// oraclePlace is the shard of n of an object whose recorded value is
+// "ns:<namespace>" or "uid:<uid>".
+func oraclePlace(value string, n int) int {
+	if ns, ok := strings.CutPrefix(value, "ns:"); ok {
+		return oracleNamespaceShard(ns, n)
+	}
+	return oracleShard(strings.TrimPrefix(value, "uid:"), n)
 }
 
 // world is what the test created, per kind: informer key to the value that
@@ -77,7 +100,8 @@ type world struct {
 	crd    versioned.Interface
 	run    string
 	labels map[string]string
-	// objects are per kind, informer key to the hashed value.
+	// objects are per kind, informer key to the value that places it:
+	// "ns:<namespace>" or "uid:<uid>" (oraclePlace).
 	objects map[string]map[string]string
 	// pipelineUIDs are the Pipelines' uids, to own volumes.
 	pipelineUIDs []string
@@ -120,7 +144,7 @@ func (w *world) app(ctx context.Context, ns string) {
 	if _, err := w.crd.AppV1beta1().Apps(ns).Create(ctx, app, metav1.CreateOptions{}); err != nil {
 		w.t.Fatalf("creating App in %s: %v", ns, err)
 	}
-	w.objects[apps][ns+"/"+app.Name] = ns
+	w.objects[apps][ns+"/"+app.Name] = "ns:" + ns
 }
 
 // service creates a headless Service in ns (no cluster IP to allocate).
@@ -131,7 +155,7 @@ func (w *world) service(ctx context.Context, ns string) {
 	if _, err := w.kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		w.t.Fatalf("creating Service in %s: %v", ns, err)
 	}
-	w.objects[services][ns+"/"+svc.Name] = ns
+	w.objects[services][ns+"/"+svc.Name] = "ns:" + ns
 }
 
 // pipeline creates a Pipeline and returns its uid.
@@ -149,7 +173,7 @@ func (w *world) pipeline(ctx context.Context) string {
 		w.t.Fatalf("creating Pipeline: %v", err)
 	}
 	uid := string(created.UID)
-	w.objects[pipelines][created.Name] = uid
+	w.objects[pipelines][created.Name] = "uid:" + uid
 	w.pipelineUIDs = append(w.pipelineUIDs, uid)
 	return uid
 }
@@ -172,7 +196,10 @@ func (w *world) volume(ctx context.Context, ownerUID string) {
 		w.t.Fatalf("creating PersistentVolume: %v", err)
 	}
 	// A volume no Pipeline controls is placed by its namespace, "".
-	w.objects[volumes][pv.Name] = ownerUID
+	w.objects[volumes][pv.Name] = "ns:" // cluster-scoped, no controller: namespace ""
+	if ownerUID != "" {
+		w.objects[volumes][pv.Name] = "uid:" + ownerUID
+	}
 }
 
 func pvHandle(i int) string { return fmt.Sprintf("192.0.2.10#/models#%d", i) }
