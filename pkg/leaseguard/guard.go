@@ -49,6 +49,10 @@ limitations under the License.
 //	→ wrapLock (tests only: fault injection)
 //	→ attemptLock (refuses the writes of an attempt ended by a release wake;
 //	  inside the Guard so that a refused write never counts as a renewal)
+//	→ pkg/layout's fencedLock (acquires only while this replica's Lease
+//	  layout leads the group, renews only while no other does; inside the
+//	  Guard for the same reason, and outside watchedLock so that it sees
+//	  what the elector sees)
 //	→ watchedLock (per-controller mode only: reads a Lease assigned
 //	  elsewhere from its watch, not the API server; writes pass)
 //	→ retryingRelease → client-go's LeaseLock.

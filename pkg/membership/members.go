@@ -74,6 +74,9 @@ type Config struct {
 	// fail before the others count it gone.
 	JudgeInterval time.Duration
 	Clock         clock.WithTicker
+	// Labels are stamped on the member Lease besides the group's (the
+	// replica's Lease layout, pkg/layout).
+	Labels map[string]string
 }
 
 // Members is this replica's view of the group: who is live, and so which
@@ -384,6 +387,9 @@ type stated struct{ offered, holding []string }
 func (m *Members) stamp(lease *coordinationv1.Lease, now metav1.MicroTime, st stated) {
 	if lease.Labels == nil {
 		lease.Labels = map[string]string{}
+	}
+	for k, v := range m.cfg.Labels {
+		lease.Labels[k] = v
 	}
 	lease.Labels[GroupLabel] = groupValue(m.cfg.Group)
 	lease.Labels[controller.ManagedByLabel] = controller.ManagedByValue

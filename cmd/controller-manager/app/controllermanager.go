@@ -53,8 +53,11 @@ import (
 
 // Manager is a configured controller manager, ready to Run.
 type Manager struct {
-	opts     *options.Options
-	enabled  []ControllerDescriptor
+	opts    *options.Options
+	enabled []ControllerDescriptor
+	// known names every controller of the registry, enabled or not: the
+	// Lease names of versions before layouts are classified by them.
+	known    []string
 	config   *rest.Config
 	status   *managerStatus
 	listener net.Addr
@@ -115,7 +118,7 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 	if opts.LeaderElection.LeaderElect && opts.HA.PerController {
 		reported = descriptors(units(enabled, opts.HA.Shards))
 	}
-	m := &Manager{opts: opts, enabled: enabled, status: newManagerStatus(reported)}
+	m := &Manager{opts: opts, enabled: enabled, known: registry.Names(), status: newManagerStatus(reported)}
 	// Not ready before the informers it starts at once have synced. A
 	// webhooks-only process (no controller) starts none.
 	m.status.awaitingInformers = len(enabled) > 0 &&

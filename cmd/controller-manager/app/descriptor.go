@@ -83,7 +83,7 @@ type ControllerContext struct {
 	// Options holds every controller's options.
 	Options *options.Options
 	// Unit is the name the controller runs under when it is one shard of
-	// a controller (<controller>-<i>): its queue's and its clients'.
+	// a controller (<controller>-<i>-of-<n>): its queue's and its clients'.
 	// Empty otherwise.
 	Unit string
 

@@ -35,7 +35,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/pkg/layout"
 	"github.com/ndsl/controller-manager/pkg/leaseguard"
+	"github.com/ndsl/controller-manager/pkg/shard"
 )
 
 // leaderHealthTolerance is how long past its lease expiry a leader that
@@ -66,12 +68,24 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 	}
 	defer el.shutdown()
 	identity, namespace := el.identity, el.namespace
+	// The namespace's Leases: this Lease's release wakes a standby at once
+	// (leasewake.go), and the layout fence follows the group's.
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	leases := newLeaseWatch(watchCtx, el.client, namespace)
+	defer func() { stopWatching(); leases.shutdown() }()
+	fence, err := m.newFence(el, leases)
+	if err != nil {
+		return err
+	}
+	defer fence.Stop()
+	attempts := &electionAttempts{}
+	stopWake, _, _ := leases.watch(watchCtx, le.ResourceName, attempts.wake)
+	defer stopWake()
 	lock, err := el.lock(le.ResourceName)
 	if err != nil {
 		return err
 	}
-	attempts := &electionAttempts{}
-	lock = attempts.lock(lock)
+	lock = attempts.lock(fence.Lock(lock))
 	// The controllers' clients refuse to write unless this Lease was renewed
 	// within the renew deadline (see pkg/leaseguard).
 	if m.wrapLock != nil {
@@ -104,10 +118,6 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 		}
 		stopElection()
 	})
-
-	watchCtx, stopWatching := context.WithCancel(ctx)
-	waitWatch, _, _ := watchRelease(watchCtx, el.client, namespace, le.ResourceName, attempts.wake)
-	defer func() { stopWatching(); waitWatch() }()
 
 	logger.Info("Waiting to acquire the lease", "lease", namespace+"/"+le.ResourceName, "identity", identity, "standby", m.opts.HA.Standby)
 	err = attempts.run(electionCtx, leaderelection.LeaderElectionConfig{
@@ -188,9 +198,12 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 // namespace, the client and the recorder of leader election events.
 type election struct {
 	identity, namespace string
-	client              kubernetes.Interface
-	recorder            record.EventRecorder
-	shutdown            func()
+	// group is the leader election resource name, layout this replica's
+	// Lease layout (pkg/layout); every unit Lease is labelled with both.
+	group, layout string
+	client        kubernetes.Interface
+	recorder      record.EventRecorder
+	shutdown      func()
 }
 
 // newElection builds the election of leases Leases (1, or the units in
@@ -200,7 +213,8 @@ func (m *Manager) newElection(ctx context.Context, leases int) (*election, error
 	if err != nil {
 		return nil, fmt.Errorf("getting hostname for the leader election identity: %w", err)
 	}
-	el := &election{identity: hostname + "_" + string(uuid.NewUUID()), namespace: leaseNamespace(m.opts.LeaderElection.ResourceNamespace)}
+	el := &election{identity: hostname + "_" + string(uuid.NewUUID()), namespace: leaseNamespace(m.opts.LeaderElection.ResourceNamespace),
+		group: m.opts.LeaderElection.ResourceName, layout: layout.Of(m.opts.HA.PerController, m.opts.HA.Shards, shard.KeyVersion)}
 	cfg := m.clientConfig("leader-election")
 	leaseBudget(cfg, leases, m.opts.LeaderElection.RetryPeriod.Duration)
 	if el.client, err = kubernetes.NewForConfig(cfg); err != nil {
@@ -229,8 +243,8 @@ func leaseBudget(cfg *rest.Config, leases int, retry time.Duration) {
 	cfg.Burst = max(cfg.Burst, leases+1)
 }
 
-// lock is the Lease called name, with a release that survives a late
-// renewal (leaserelease.go).
+// lock is the Lease called name, labelled with the group and the layout,
+// with a release that survives a late renewal (leaserelease.go).
 func (el *election) lock(name string) (resourcelock.Interface, error) {
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, el.namespace, name,
 		el.client.CoreV1(), el.client.CoordinationV1(),
@@ -238,7 +252,24 @@ func (el *election) lock(name string) (resourcelock.Interface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the leader election lock %s: %w", name, err)
 	}
+	if ll, ok := lock.(*resourcelock.LeaseLock); ok {
+		ll.Labels = layout.Labels(el.group, el.layout)
+	}
 	return retryingRelease(lock), nil
+}
+
+// newFence follows the group's Leases on leases, the informer on every
+// Lease of the namespace, and admits this replica's acquisitions only while
+// its layout leads (pkg/layout).
+func (m *Manager) newFence(el *election, leases *leaseWatch) (*layout.Fence, error) {
+	return layout.New(layout.Config{
+		Client:        el.client,
+		Namespace:     el.namespace,
+		Group:         el.group,
+		Layout:        el.layout,
+		Legacy:        layout.LegacyNames(el.group, m.known),
+		LeaseDuration: m.opts.LeaderElection.LeaseDuration.Duration,
+	}, leases.informer)
 }
 
 // leaseNamespace is the flag's value, else the pod's namespace, else "default".

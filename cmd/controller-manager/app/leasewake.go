@@ -23,8 +23,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
@@ -37,9 +35,9 @@ import (
 // A standby's elector tries for its Lease once per retry period, jittered up
 // to 2.2 periods, so after a leader releases its Lease on shutdown the
 // standby would notice only 2 to 4.4 s later with the defaults. It therefore
-// also watches its Lease, one object by name, and when the watch shows the
-// Lease released it ends the waiting elector and starts a new one, whose
-// first try is immediate. A Lease that expires (its holder was killed) is
+// also watches its Lease (through the one informer on the namespace's
+// Leases, leaseWatch), and when the watch shows the Lease released it ends
+// the waiting elector and starts a new one, whose first try is immediate. A Lease that expires (its holder was killed) is
 // still noticed by the elector's own tries.
 
 // errAttemptEnded refuses a Lease write of an election attempt that was
@@ -149,23 +147,10 @@ func (l *attemptLock) Update(ctx context.Context, ler resourcelock.LeaderElectio
 	return l.a.write(ler.HolderIdentity, l.Identity(), func() error { return l.Interface.Update(ctx, ler) })
 }
 
-// watchRelease calls wake whenever the Lease name in namespace goes from
-// held to released (no holder) or is deleted, until ctx is done. It is one
-// watch on one object; the returned wait waits for it to stop, released
-// says whether the Lease, as last seen, has no holder, and lookup returns it
-// as last seen and whether the watch has synced (for watchedLock).
-func watchRelease(ctx context.Context, client kubernetes.Interface, namespace, name string, wake func()) (wait func(), released func() bool, lookup func() (*coordinationv1.Lease, bool)) {
-	leases := newLeaseWatch(ctx, client, namespace, func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-	})
-	_, released, lookup = leases.watch(ctx, name, wake)
-	return leases.shutdown, released, lookup
-}
-
-// leaseWatch is one informer on the Leases of a namespace. In per-controller
-// mode every unit's elector watches its Lease through the same one, so a
-// replica keeps one watch on the API server however many units it competes
-// for (64 at --shards=64), not one per unit.
+// leaseWatch is one informer on the Leases of a namespace. Every unit's
+// elector watches its Lease through the same one, and the layout fence the
+// group's, so a replica keeps one watch on the API server however many
+// units it competes for (64 at --shards=64), not one per unit.
 type leaseWatch struct {
 	namespace string
 	informer  cache.SharedIndexInformer
@@ -173,15 +158,10 @@ type leaseWatch struct {
 	shutdown  func()
 }
 
-// newLeaseWatch starts the informer (tweak narrows its list and watch; nil
-// for every Lease of the namespace); it stops when ctx is done, and
+// newLeaseWatch starts the informer; it stops when ctx is done, and
 // shutdown waits for that.
-func newLeaseWatch(ctx context.Context, client kubernetes.Interface, namespace string, tweak func(*metav1.ListOptions)) *leaseWatch {
-	opts := []informers.SharedInformerOption{informers.WithNamespace(namespace)}
-	if tweak != nil {
-		opts = append(opts, informers.WithTweakListOptions(tweak))
-	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, opts...)
+func newLeaseWatch(ctx context.Context, client kubernetes.Interface, namespace string) *leaseWatch {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	w := &leaseWatch{namespace: namespace, informer: factory.Coordination().V1().Leases().Informer(),
 		lister: factory.Coordination().V1().Leases().Lister().Leases(namespace), shutdown: factory.Shutdown}
 	factory.Start(ctx.Done())

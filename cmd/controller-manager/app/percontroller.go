@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 
+	"github.com/ndsl/controller-manager/pkg/layout"
 	"github.com/ndsl/controller-manager/pkg/leaseguard"
 	"github.com/ndsl/controller-manager/pkg/membership"
 )
@@ -76,11 +77,17 @@ func (m *Manager) runPerController(ctx context.Context) error {
 
 	members, leave := m.joinMembers(ctx, el, us)
 	defer leave()
-	// One watch on the namespace's Leases for every unit's elector; it
-	// stops after them (deferred before runCtx's cancel runs).
+	// One watch on the namespace's Leases for every unit's elector and the
+	// layout fence; it stops after them (deferred before runCtx's cancel
+	// runs).
 	leaseCtx, stopLeases := context.WithCancel(context.WithoutCancel(ctx))
-	leases := newLeaseWatch(leaseCtx, el.client, el.namespace, nil)
+	leases := newLeaseWatch(leaseCtx, el.client, el.namespace)
 	defer func() { stopLeases(); leases.shutdown() }()
+	fence, err := m.newFence(el, leases)
+	if err != nil {
+		return err
+	}
+	defer fence.Stop()
 	logger.Info("Competing for one Lease per controller", "namespace", el.namespace, "identity", el.identity, "units", len(us))
 	// A controller that can no longer compete shuts the others down (they
 	// drain and release their Leases) and the process exits non-zero, to be
@@ -98,7 +105,7 @@ func (m *Manager) runPerController(ctx context.Context) error {
 			cold = &coldUnit{m: m, u: u, guardFor: guardFor}
 		}
 		wg.Go(func() {
-			if err := m.leadController(runCtx, el, leases, set, u.ControllerDescriptor, built[u.Name], guards[u.Name], members, cold); err != nil {
+			if err := m.leadController(runCtx, el, leases, fence, set, u.ControllerDescriptor, built[u.Name], guards[u.Name], members, cold); err != nil {
 				fail(fmt.Errorf("controller %s: %w", u.Name, err))
 			}
 		})
@@ -119,7 +126,7 @@ func (m *Manager) runPerController(ctx context.Context) error {
 // A shard unit (cold not nil) is built, with informers of its own range,
 // only once it leads, and stopped when it stops leading: a replica caches
 // only the shards it leads.
-func (m *Manager) leadController(ctx context.Context, el *election, leases *leaseWatch, set *controllerSet, d ControllerDescriptor,
+func (m *Manager) leadController(ctx context.Context, el *election, leases *leaseWatch, fence *layout.Fence, set *controllerSet, d ControllerDescriptor,
 	c Controller, guard *leaseguard.Guard, members *membership.Members, cold *coldUnit) error {
 	le := m.opts.LeaderElection
 	name := controllerLease(le.ResourceName, d.Name)
@@ -155,7 +162,7 @@ func (m *Manager) leadController(ctx context.Context, el *election, leases *leas
 			return err
 		}
 		lock = &watchedLock{Interface: lock, lookup: lookup, mine: mine}
-		lock = attempts.lock(lock)
+		lock = attempts.lock(fence.Lock(lock))
 		if m.wrapLock != nil {
 			lock = m.wrapLock(lock)
 		}
@@ -323,6 +330,7 @@ func (m *Manager) joinMembers(ctx context.Context, el *election, us []unit) (*me
 		Units:         cold,
 		LeaseDuration: le.LeaseDuration.Duration,
 		JudgeInterval: le.RetryPeriod.Duration,
+		Labels:        map[string]string{layout.Label: el.layout},
 	})
 	m.status.setMembers(members, el.identity)
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))

@@ -24,7 +24,7 @@ import (
 
 // unit is what one Lease covers with a Lease per controller: a controller,
 // or with --shards one shard of a controller that can be split. Its
-// descriptor's Name is the unit's (<controller> or <controller>-<i>), the
+// descriptor's Name is the unit's (<controller> or <controller>-<i>-of-<n>), the
 // name of its Lease suffix, queue, metrics, clients and status entry.
 type unit struct {
 	ControllerDescriptor
@@ -34,7 +34,9 @@ type unit struct {
 }
 
 // units expands the enabled controllers into units: those that can be
-// split into n shards each when n > 1, the others whole.
+// split into n shards each when n > 1, the others whole. A shard unit's
+// name says n (app-1-of-4): shard 1 of 4 is another range than shard 1 of
+// 2, and so another Lease.
 func units(enabled []ControllerDescriptor, n int) []unit {
 	var out []unit
 	for _, d := range enabled {
@@ -45,7 +47,7 @@ func units(enabled []ControllerDescriptor, n int) []unit {
 		shards, _ := shard.All(n) // n is validated
 		for _, s := range shards {
 			u := unit{ControllerDescriptor: d, controller: d.Name, shard: &s}
-			u.Name = fmt.Sprintf("%s-%d", d.Name, s.Index)
+			u.Name = fmt.Sprintf("%s-%d-of-%d", d.Name, s.Index, n)
 			out = append(out, u)
 		}
 	}

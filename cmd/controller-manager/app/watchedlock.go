@@ -26,7 +26,7 @@ import (
 )
 
 // watchedLock reads a unit's Lease from the watch this replica keeps on it
-// (watchRelease) instead of the API server while membership assigns the
+// (leaseWatch) instead of the API server while membership assigns the
 // unit elsewhere. Every replica runs an elector for every unit, and an
 // elector that does not hold its Lease reads it every retry period: with
 // --shards, those reads crowded the client that renews the Leases held here

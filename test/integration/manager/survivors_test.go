@@ -36,7 +36,7 @@ func TestSurvivorsKeepTheirShardsWhenAReplicaStops(t *testing.T) {
 	const shards = 16
 	var names []string
 	for i := range shards {
-		names = append(names, fmt.Sprintf("idle-%d", i))
+		names = append(names, fmt.Sprintf("idle-%d-of-%d", i, shards))
 	}
 	registry := app.Registry{{
 		Name:      "idle",

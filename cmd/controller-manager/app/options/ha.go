@@ -54,9 +54,9 @@ func bindHAFlags(o *HAOptions, fs *pflag.FlagSet) {
 	fs.StringVar(&o.Standby, "standby", o.Standby,
 		"What a replica runs while it does not lead: 'warm' builds the controllers and syncs their caches, so a takeover starts working at once (each standby holds a full cache and one watch per resource); 'cold' starts nothing until it leads, for replicas short of memory.")
 	fs.BoolVar(&o.PerController, "leader-elect-per-controller", o.PerController,
-		"Run each enabled controller under its own Lease, <leader-elect-resource-name>-<controller>, so that replicas share the controllers evenly: each replica keeps a member Lease, <leader-elect-resource-name>-member-<hash>, and leads the controllers assigned to it. Requires --standby=warm.")
+		"Run each enabled controller under its own Lease, <leader-elect-resource-name>-<controller>, so that replicas share the controllers evenly: each replica keeps a member Lease, <leader-elect-resource-name>-member-<hash>, and leads the controllers assigned to it. Requires --standby=warm. Replicas with another Lease layout (this flag or --shards changed by a rolling update) acquire nothing until the last replica of the leading layout is gone.")
 	fs.IntVar(&o.Shards, "shards", o.Shards,
-		"Split the App, Ingress and Pipeline controllers into this many shards by hash range (Apps and the Ingress controller's Services by namespace, Pipelines by uid, children with their owner), each under its own Lease, <leader-elect-resource-name>-<controller>-<i>, so that replicas share one controller's objects and each caches only the shards it leads. Needs --leader-elect-per-controller; 1 does not split.")
+		"Split the App, Ingress and Pipeline controllers into this many shards by hash range (Apps and the Ingress controller's Services by namespace, Pipelines by uid, children with their owner), each under its own Lease, <leader-elect-resource-name>-<controller>-<i>-of-<n>, so that replicas share one controller's objects and each caches only the shards it leads. Replicas with another value acquire nothing until the last replica of the leading value is gone. Needs --leader-elect-per-controller; 1 does not split.")
 }
 
 // maxShards bounds --shards: each shard is a Lease, renewed every retry period.

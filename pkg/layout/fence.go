@@ -1,0 +1,343 @@
+/*
+Copyright The NDSL controller-manager Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package layout
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/ndsl/controller-manager/pkg/membership"
+)
+
+// tombstonePrefix begins the holder of a Lease of another layout, written
+// before layouts were stated, that the fence holds for its layout: a
+// replica of that earlier version, which knows no fence, sees it held.
+const tombstonePrefix = "(fenced: layout "
+
+// tombstoneSeconds is a tombstone's lease duration: a day, renewed by
+// nobody, so that a replica before layouts waits as for a live holder.
+const tombstoneSeconds = 24 * 60 * 60
+
+// Config says whose fence it is.
+type Config struct {
+	Client    kubernetes.Interface
+	Namespace string
+	// Group is the leader election resource name.
+	Group string
+	// Layout is this replica's (Of).
+	Layout string
+	// Legacy classifies a Lease that states no layout by its name
+	// (LegacyNames).
+	Legacy func(name string) (layout string, ofGroup bool)
+	// LeaseDuration: a Lease not seen to change for that long is not live.
+	LeaseDuration time.Duration
+	Clock         clock.PassiveClock
+}
+
+// Fence admits this replica's acquisitions and renewals only while its
+// layout is the group's (see the package documentation).
+type Fence struct {
+	cfg      Config
+	informer cache.SharedIndexInformer
+	reg      cache.ResourceEventHandlerRegistration
+	group    string // the group's label value
+
+	mu       sync.Mutex
+	seen     map[string]*sighting // the group's Leases, by name
+	reported string               // the refusal last logged
+
+	flipMu sync.Mutex
+}
+
+type role int
+
+const (
+	unitLease role = iota
+	memberLease
+	fenceLease
+)
+
+// sighting is one of the group's Leases as last seen, and when (on this
+// replica's clock) it was seen to change.
+type sighting struct {
+	role    role
+	layout  string // "" for a member Lease of a version before layouts
+	legacy  bool   // states no layout; classified by its name
+	holder  string
+	rv      string
+	changed time.Time
+}
+
+// New follows the group's Leases through informer, which must hold every
+// Lease of the namespace; Stop ends that.
+func New(cfg Config, informer cache.SharedIndexInformer) (*Fence, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	registerMetrics()
+	f := &Fence{cfg: cfg, informer: informer, group: LabelValue(cfg.Group), seen: map[string]*sighting{}}
+	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    f.observe,
+		UpdateFunc: func(_, obj any) { f.observe(obj) },
+		DeleteFunc: f.forget,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("following the Leases of %s for the layout fence: %w", cfg.Namespace, err)
+	}
+	f.reg = reg
+	return f, nil
+}
+
+// Stop stops following the Leases.
+func (f *Fence) Stop() { _ = f.informer.RemoveEventHandler(f.reg) }
+
+// HasSynced reports whether every Lease of the namespace has been seen.
+func (f *Fence) HasSynced() bool { return f.reg.HasSynced() }
+
+// classify says what lease is to the group, if anything.
+func (f *Fence) classify(lease *coordinationv1.Lease) (*sighting, bool) {
+	switch {
+	case lease.Name == FenceName(f.cfg.Group):
+		return &sighting{role: fenceLease, layout: lease.Labels[Label]}, true
+	case lease.Labels[membership.GroupLabel] == f.group:
+		return &sighting{role: memberLease, layout: lease.Labels[Label]}, true
+	case lease.Labels[GroupLabel] == f.group:
+		return &sighting{role: unitLease, layout: lease.Labels[Label]}, true
+	case lease.Labels[GroupLabel] != "" || lease.Labels[membership.GroupLabel] != "":
+		return nil, false // another group's
+	}
+	if layout, ok := f.cfg.Legacy(lease.Name); ok {
+		return &sighting{role: unitLease, layout: layout, legacy: true}, true
+	}
+	return nil, false
+}
+
+func (f *Fence) observe(obj any) {
+	lease, ok := obj.(*coordinationv1.Lease)
+	if !ok {
+		return
+	}
+	s, ok := f.classify(lease)
+	if !ok {
+		return
+	}
+	s.holder, s.rv = ptr.Deref(lease.Spec.HolderIdentity, ""), lease.ResourceVersion
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if prev := f.seen[lease.Name]; prev != nil && prev.rv == s.rv {
+		return
+	}
+	s.changed = f.cfg.Clock.Now()
+	f.seen[lease.Name] = s
+}
+
+func (f *Fence) forget(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	if lease, ok := obj.(*coordinationv1.Lease); ok {
+		f.mu.Lock()
+		delete(f.seen, lease.Name)
+		f.mu.Unlock()
+	}
+}
+
+// view is what the fence decides by, from the Leases as last seen.
+type view struct {
+	fence string // the group's layout; "" before any replica stated one
+	// leading is a live unit Lease of another layout, memberOf a live
+	// member of another layout ("" for none).
+	leading, memberOf string
+	// legacy are other layouts' Leases written before layouts, not live
+	// and not yet tombstoned.
+	legacy []string
+}
+
+func (f *Fence) view() view {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.cfg.Clock.Now()
+	var v view
+	for name, s := range f.seen {
+		live := now.Sub(s.changed) < f.cfg.LeaseDuration
+		switch {
+		case s.role == fenceLease:
+			v.fence = s.layout
+		case s.layout == f.cfg.Layout:
+		case s.role == memberLease:
+			if live && s.layout != "" && v.memberOf == "" {
+				v.memberOf = s.layout + " (" + name + ")"
+			}
+		case isTombstone(s.holder):
+		case s.holder != "" && live:
+			if v.leading == "" || name < v.leading {
+				v.leading = name
+			}
+		case s.legacy:
+			v.legacy = append(v.legacy, name)
+		}
+	}
+	slices.Sort(v.legacy)
+	return v
+}
+
+// admit decides whether this replica may acquire a Lease now, stating its
+// layout for the group first if no other layout is live.
+func (f *Fence) admit(ctx context.Context) error {
+	if !f.HasSynced() {
+		return fmt.Errorf("%w: the namespace's Leases are not listed yet", ErrFenced)
+	}
+	v := f.view()
+	if v.fence != f.cfg.Layout {
+		switch {
+		case v.leading != "":
+			return f.refuse(ctx, fmt.Sprintf("layout %q leads: Lease %s is live", f.layoutOf(v.leading), v.leading))
+		case v.memberOf != "":
+			return f.refuse(ctx, "a replica of layout "+v.memberOf+" is running")
+		}
+		if err := f.flip(ctx, v.fence); err != nil {
+			return f.refuse(ctx, err.Error())
+		}
+		v = f.view()
+	}
+	if v.leading != "" {
+		return f.refuse(ctx, fmt.Sprintf("Lease %s of layout %q is still live", v.leading, f.layoutOf(v.leading)))
+	}
+	for _, name := range v.legacy {
+		if err := f.tombstone(ctx, name); err != nil {
+			return f.refuse(ctx, err.Error())
+		}
+	}
+	f.report(ctx, "")
+	return nil
+}
+
+// mayRenew says whether this replica may renew a Lease it holds: unless
+// another layout is the group's.
+func (f *Fence) mayRenew() bool {
+	fence := f.view().fence
+	return fence == "" || fence == f.cfg.Layout
+}
+
+// confirm reads the fence from the API server, after this replica's
+// acquisition: a layout stated before the acquisition shows here; one
+// stated after sees the acquisition (see the package documentation).
+func (f *Fence) confirm(ctx context.Context) error {
+	lease, err := f.cfg.Client.CoordinationV1().Leases(f.cfg.Namespace).Get(ctx, FenceName(f.cfg.Group), metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading the group's layout after the acquisition: %w", err)
+	}
+	if got := lease.Labels[Label]; got != f.cfg.Layout {
+		return fmt.Errorf("%w: layout %q became the group's", ErrFenced, got)
+	}
+	return nil
+}
+
+// flip states this replica's layout as the group's, in place of from, and
+// waits until the watch shows it: only then does the view hold every
+// acquisition that came before it.
+func (f *Fence) flip(ctx context.Context, from string) error {
+	f.flipMu.Lock()
+	defer f.flipMu.Unlock()
+	if f.view().fence == f.cfg.Layout {
+		return nil // another unit's elector did it meanwhile
+	}
+	leases := f.cfg.Client.CoordinationV1().Leases(f.cfg.Namespace)
+	name := FenceName(f.cfg.Group)
+	var err error
+	switch obj, exists, _ := f.informer.GetStore().GetByKey(f.cfg.Namespace + "/" + name); {
+	case !exists:
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.cfg.Namespace,
+			Labels: map[string]string{GroupLabel: f.group, Label: f.cfg.Layout}}}
+		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
+	default:
+		lease := obj.(*coordinationv1.Lease).DeepCopy()
+		lease.Labels[Label] = f.cfg.Layout
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{}) // on the version seen: a conflict means another stated first
+	}
+	if err != nil {
+		return fmt.Errorf("stating layout %q for the group: %w", f.cfg.Layout, err)
+	}
+	klog.FromContext(ctx).Info("Stated this replica's Lease layout as the group's", "group", f.cfg.Group, "layout", f.cfg.Layout, "previous", from)
+	return wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, f.cfg.LeaseDuration, true, func(context.Context) (bool, error) {
+		return f.view().fence == f.cfg.Layout, nil
+	})
+}
+
+// tombstone holds a Lease of another layout written before layouts for
+// this one, on the version seen (so not if it was taken meanwhile).
+func (f *Fence) tombstone(ctx context.Context, name string) error {
+	obj, exists, _ := f.informer.GetStore().GetByKey(f.cfg.Namespace + "/" + name)
+	if !exists {
+		return nil
+	}
+	lease := obj.(*coordinationv1.Lease).DeepCopy()
+	now := metav1.NewMicroTime(f.cfg.Clock.Now())
+	lease.Spec.HolderIdentity = ptr.To(tombstonePrefix + f.cfg.Layout + " leads)")
+	lease.Spec.LeaseDurationSeconds = ptr.To[int32](tombstoneSeconds)
+	lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+	if _, err := f.cfg.Client.CoordinationV1().Leases(f.cfg.Namespace).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("holding Lease %s, written before layouts, for layout %q: %w", name, f.cfg.Layout, err)
+	}
+	klog.FromContext(ctx).Info("Holding a Lease written before layouts for this layout, so that replicas of that version wait", "lease", name, "layout", f.cfg.Layout)
+	return nil
+}
+
+func (f *Fence) layoutOf(name string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s := f.seen[name]; s != nil {
+		return s.layout
+	}
+	return ""
+}
+
+// refuse reports why this replica may not acquire, logging each new reason
+// once.
+func (f *Fence) refuse(ctx context.Context, reason string) error {
+	f.report(ctx, reason)
+	return fmt.Errorf("%w: %s", ErrFenced, reason)
+}
+
+func (f *Fence) report(ctx context.Context, reason string) {
+	f.mu.Lock()
+	changed := f.reported != reason
+	f.reported = reason
+	f.mu.Unlock()
+	if !changed {
+		return
+	}
+	if reason == "" {
+		fenced.Set(0)
+		klog.FromContext(ctx).Info("This replica's Lease layout is the group's", "layout", f.cfg.Layout)
+		return
+	}
+	fenced.Set(1)
+	klog.FromContext(ctx).Info("Acquiring no Lease while another Lease layout leads the group", "layout", f.cfg.Layout, "reason", reason)
+}

@@ -1,0 +1,290 @@
+/*
+Copyright The NDSL controller-manager Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package manager
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
+
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/pkg/layout"
+	"github.com/ndsl/controller-manager/pkg/shard"
+	"github.com/ndsl/controller-manager/test/integration/framework"
+)
+
+// leaseLayout is the flags of one Lease layout.
+type leaseLayout struct {
+	name          string
+	perController bool
+	shards        int
+}
+
+var (
+	singleLayout        = leaseLayout{"single", false, 1}
+	perControllerLayout = leaseLayout{"per-controller", true, 1}
+	twoShards           = leaseLayout{"2 shards", true, 2}
+	fourShards          = leaseLayout{"4 shards", true, 4}
+)
+
+// units are the units of the layout over the controllers "idle" (which
+// shards) and "whole" (which does not).
+func (l leaseLayout) units() []string {
+	if !l.perController {
+		return []string{"idle", "whole"}
+	}
+	if l.shards == 1 {
+		return []string{"idle", "whole"}
+	}
+	out := []string{"whole"}
+	for i := range l.shards {
+		out = append(out, fmt.Sprintf("idle-%d-of-%d", i, l.shards))
+	}
+	return out
+}
+
+// layoutRegistry is a controller that shards and one that does not, both
+// idle.
+func layoutRegistry() app.Registry {
+	return app.Registry{{
+		Name:      "idle",
+		ShardKeys: map[string]shard.Key{"configmaps": shard.Namespace},
+		New: func(_ context.Context, cc app.ControllerContext) (app.Controller, error) {
+			return idle{name: cc.UnitName("idle")}, nil
+		},
+	}, {
+		Name: "whole",
+		New: func(context.Context, app.ControllerContext) (app.Controller, error) {
+			return idle{name: "whole"}, nil
+		},
+	}}
+}
+
+func startLayout(t *testing.T, ns string, l leaseLayout) *framework.Manager {
+	t.Helper()
+	return framework.StartManagerWith(t, cp.Config, layoutRegistry(), func(o *options.Options) {
+		shortLease(ns, "layouts")(o)
+		o.Generic.Controllers = []string{"*"}
+		o.HA.PerController = l.perController
+		o.HA.Shards = l.shards
+		o.Generic.ShutdownTimeout = time.Second
+	})
+}
+
+// leadsAll says whether m leads every unit of l.
+func leadsAll(t *testing.T, m *framework.Manager, l leaseLayout) bool {
+	led := controllersLed(t, m)
+	for _, u := range l.units() {
+		if !led[u] {
+			return false
+		}
+	}
+	return true
+}
+
+// layoutWatch follows the Leases of a namespace and records every moment
+// at which unit Leases of two layouts were held at once.
+type layoutWatch struct {
+	mu       sync.Mutex
+	held     map[string]string // held unit Lease → its layout
+	overlaps []string
+}
+
+func watchLayouts(t *testing.T, ns string) *layoutWatch {
+	w := &layoutWatch{held: map[string]string{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory := informers.NewSharedInformerFactoryWithOptions(cp.Client, 0, informers.WithNamespace(ns))
+	informer := factory.Coordination().V1().Leases().Informer()
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    w.saw,
+		UpdateFunc: func(_, obj any) { w.saw(obj) },
+		DeleteFunc: func(obj any) {
+			if lease, ok := obj.(*coordinationv1.Lease); ok {
+				w.mu.Lock()
+				delete(w.held, lease.Name)
+				w.mu.Unlock()
+			}
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return w
+}
+
+// saw records a Lease as held by its layout, or not held: no holder, or a
+// fence's stand-in holder, in parentheses.
+func (w *layoutWatch) saw(obj any) {
+	lease, ok := obj.(*coordinationv1.Lease)
+	if !ok || lease.Labels[layout.GroupLabel] == "" || lease.Name == layout.FenceName("layouts") {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	if holder == "" || strings.HasPrefix(holder, "(") {
+		delete(w.held, lease.Name)
+		return
+	}
+	w.held[lease.Name] = lease.Labels[layout.Label]
+	layouts := map[string]bool{}
+	for _, l := range w.held {
+		layouts[l] = true
+	}
+	if len(layouts) > 1 {
+		w.overlaps = append(w.overlaps, fmt.Sprintf("%v", maps.Clone(w.held)))
+	}
+}
+
+func (w *layoutWatch) result() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.overlaps)
+}
+
+// A rolling update that changes the Lease layout: a replica of the new
+// layout starts beside one of the old. The old keeps leading and the new
+// acquires nothing, for longer than a lease duration; once the old replica
+// stops, the new one leads every unit, and at no moment were Leases of two
+// layouts held (issue 36, layout fence). Before the fence both led at once
+// from the start.
+func TestLayoutChangeHandsOverWithoutOverlap(t *testing.T) {
+	for _, tc := range []struct{ from, to leaseLayout }{
+		{singleLayout, perControllerLayout},
+		{perControllerLayout, singleLayout},
+		{perControllerLayout, twoShards},
+		{twoShards, perControllerLayout},
+		{twoShards, fourShards},
+		{fourShards, twoShards},
+	} {
+		t.Run(tc.from.name+" to "+tc.to.name, func(t *testing.T) {
+			t.Parallel()
+			ns := framework.CreateNamespace(t, cp.Client)
+			watch := watchLayouts(t, ns)
+			old := startLayout(t, ns, tc.from)
+			framework.Eventually(t, 30*time.Second, "the old layout leads every unit", func(context.Context) (bool, error) {
+				return leadsAll(t, old, tc.from), nil
+			})
+			next := startLayout(t, ns, tc.to)
+			// Longer than a lease duration (4 s): the new replica has judged
+			// every Lease it saw, and still acquires nothing.
+			deadline := time.Now().Add(6 * time.Second)
+			for time.Now().Before(deadline) {
+				if led := controllersLed(t, next); len(led) > 0 {
+					t.Fatalf("the new layout leads %v beside the old", slices.Sorted(maps.Keys(led)))
+				}
+				if !leadsAll(t, old, tc.from) {
+					t.Fatal("the old layout stopped leading while its replica runs")
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			stopped := time.Now()
+			if err := old.Stop(); err != nil {
+				t.Fatalf("stopping the old replica: %v", err)
+			}
+			framework.Eventually(t, 30*time.Second, "the new layout leads every unit", func(context.Context) (bool, error) {
+				return leadsAll(t, next, tc.to), nil
+			})
+			t.Logf("%s to %s: every unit led %s after the old replica was told to stop", tc.from.name, tc.to.name, time.Since(stopped).Round(time.Millisecond))
+			if overlaps := watch.result(); len(overlaps) > 0 {
+				t.Errorf("Leases of two layouts held at once, %d times; first: %s", len(overlaps), overlaps[0])
+			}
+		})
+	}
+}
+
+// A replica of a version before layouts (client-go's elector on the single
+// Lease, unlabelled) leads; a replica with a Lease per controller starts
+// beside it and acquires nothing while it renews. Once it releases, the new
+// replica leads, and holds the old Lease as a tombstone, so that another
+// replica of the old version, which knows no fence, waits instead of
+// leading beside it.
+func TestLeasesOfVersionsBeforeLayoutsAreFenced(t *testing.T) {
+	ns := framework.CreateNamespace(t, cp.Client)
+	const group = "layouts"
+	runOld := func(ctx context.Context, identity string, led *atomic.Bool) {
+		lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: ns, Name: group},
+			Client: cp.Client.CoordinationV1(), LockConfig: resourcelock.ResourceLockConfig{Identity: identity}}
+		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+			Lock: lock, LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
+			ReleaseOnCancel: true,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(context.Context) { led.Store(true) },
+				OnStoppedLeading: func() {},
+			},
+		})
+	}
+	oldCtx, stopOld := context.WithCancel(context.Background())
+	defer stopOld()
+	var oldLed atomic.Bool
+	oldDone := make(chan struct{})
+	go func() { defer close(oldDone); runOld(oldCtx, "old-version", &oldLed) }()
+	framework.Eventually(t, 30*time.Second, "the old version leads", func(context.Context) (bool, error) { return oldLed.Load(), nil })
+
+	next := startLayout(t, ns, perControllerLayout)
+	deadline := time.Now().Add(6 * time.Second)
+	for time.Now().Before(deadline) {
+		if led := controllersLed(t, next); len(led) > 0 {
+			t.Fatalf("the new layout leads %v beside the old version", slices.Sorted(maps.Keys(led)))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	stopOld()
+	<-oldDone
+	framework.Eventually(t, 30*time.Second, "the new layout leads every unit", func(context.Context) (bool, error) {
+		return leadsAll(t, next, perControllerLayout), nil
+	})
+	lease, err := cp.Client.CoordinationV1().Leases(ns).Get(context.Background(), group, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if holder := ptr.Deref(lease.Spec.HolderIdentity, ""); !strings.HasPrefix(holder, "(fenced: layout per-controller") {
+		t.Fatalf("the old version's Lease is held by %q, want the per-controller layout's tombstone", holder)
+	}
+	// Another replica of the old version waits, as for a live holder.
+	againCtx, stopAgain := context.WithCancel(context.Background())
+	defer stopAgain()
+	var againLed atomic.Bool
+	againDone := make(chan struct{})
+	go func() { defer close(againDone); runOld(againCtx, "old-version-again", &againLed) }()
+	deadline = time.Now().Add(6 * time.Second)
+	for time.Now().Before(deadline) {
+		if againLed.Load() {
+			t.Fatal("a replica of the old version leads beside the new layout")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	stopAgain()
+	<-againDone
+}
