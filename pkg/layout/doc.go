@@ -68,10 +68,14 @@ limitations under the License.
 //
 // # Versions before layouts
 //
-// Their replicas know no fence. Before acquiring, a replica whose layout is
-// the group's holds each such Lease of another layout that is not live for
-// itself (a tombstone: a holder that never renews, for a day), written on
-// the version seen, so that a replica of that version that takes it
-// meanwhile wins and is waited for. A replica of this version whose layout
-// is the group's sees a tombstone as released.
+// Their replicas know no fence, and name their Leases <group>,
+// <group>-<controller> and <group>-<controller>-<i>. While a layout leads,
+// its replicas hold every such Lease of another layout that is not live
+// for it (a tombstone: the holder "(fenced: layout … leads)", renewed
+// every third of the lease duration), written on the version seen, so that
+// a replica of such a version that takes it meanwhile wins and is waited
+// for. So a replica of an earlier version, started by a rollback beside
+// this layout's, waits as for a live holder, and takes its Lease a lease
+// duration after the last replica of this layout is gone. A replica of
+// this version whose layout leads sees a tombstone as released.
 package layout

@@ -35,14 +35,15 @@ import (
 	"github.com/ndsl/controller-manager/pkg/membership"
 )
 
-// tombstonePrefix begins the holder of a Lease of another layout, written
-// before layouts were stated, that the fence holds for its layout: a
-// replica of that earlier version, which knows no fence, sees it held.
+// tombstonePrefix begins the holder of a Lease of another layout, named as
+// versions before layouts name theirs, that the leading layout holds: a
+// replica of such a version, which knows no fence, sees it held.
 const tombstonePrefix = "(fenced: layout "
 
-// tombstoneSeconds is a tombstone's lease duration: a day, renewed by
-// nobody, so that a replica before layouts waits as for a live holder.
-const tombstoneSeconds = 24 * 60 * 60
+// fencedSeconds is the lease duration the fenced lock shows the elector
+// for a Lease it may not acquire: a day, that is, until the real record
+// shows again.
+const fencedSeconds = 24 * 60 * 60
 
 // Config says whose fence it is.
 type Config struct {
@@ -55,6 +56,10 @@ type Config struct {
 	// Legacy classifies a Lease that states no layout by its name
 	// (LegacyNames).
 	Legacy func(name string) (layout string, ofGroup bool)
+	// Ours says whether this replica's layout names a Lease so (a
+	// controller that does not shard keeps its name in every layout with a
+	// Lease per controller): such a Lease is never held for the layout.
+	Ours func(name string) bool
 	// LeaseDuration: a Lease not seen to change for that long is not live.
 	LeaseDuration time.Duration
 	Clock         clock.PassiveClock
@@ -86,10 +91,12 @@ const (
 // sighting is one of the group's Leases as last seen, and when (on this
 // replica's clock) it was seen to change.
 type sighting struct {
-	role    role
-	layout  string // "" for a member Lease of a version before layouts
-	legacy  bool   // states no layout; classified by its name
-	holder  string
+	role   role
+	layout string // "" for a member Lease of a version before layouts
+	// legacyName: a name versions before layouts use (LegacyNames); they
+	// would take the Lease whatever the fence says.
+	legacyName bool
+	holder     string
 	rv      string
 	changed time.Time
 }
@@ -128,12 +135,13 @@ func (f *Fence) classify(lease *coordinationv1.Lease) (*sighting, bool) {
 	case lease.Labels[membership.GroupLabel] == f.group:
 		return &sighting{role: memberLease, layout: lease.Labels[Label]}, true
 	case lease.Labels[GroupLabel] == f.group:
-		return &sighting{role: unitLease, layout: lease.Labels[Label]}, true
+		_, legacyName := f.cfg.Legacy(lease.Name)
+		return &sighting{role: unitLease, layout: lease.Labels[Label], legacyName: legacyName}, true
 	case lease.Labels[GroupLabel] != "" || lease.Labels[membership.GroupLabel] != "":
 		return nil, false // another group's
 	}
 	if layout, ok := f.cfg.Legacy(lease.Name); ok {
-		return &sighting{role: unitLease, layout: layout, legacy: true}, true
+		return &sighting{role: unitLease, layout: layout, legacyName: true}, true
 	}
 	return nil, false
 }
@@ -174,21 +182,27 @@ type view struct {
 	// leading is a live unit Lease of another layout, memberOf a live
 	// member of another layout ("" for none).
 	leading, memberOf string
-	// legacy are other layouts' Leases written before layouts, not live
-	// and not yet tombstoned.
-	legacy []string
+	// unheld are other layouts' Leases named as versions before layouts
+	// name theirs, neither live nor tombstones: the leading layout holds
+	// them, so that such versions wait.
+	unheld []string
+	// tombstones are the Leases held for this replica's layout, and since
+	// when this replica has not seen them change.
+	tombstones map[string]time.Duration
 }
 
 func (f *Fence) view() view {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.cfg.Clock.Now()
-	var v view
+	v := view{tombstones: map[string]time.Duration{}}
 	for name, s := range f.seen {
 		live := now.Sub(s.changed) < f.cfg.LeaseDuration
 		switch {
 		case s.role == fenceLease:
 			v.fence = s.layout
+		case s.holder == f.tombstoneHolder():
+			v.tombstones[name] = now.Sub(s.changed)
 		case s.layout == f.cfg.Layout:
 		case s.role == memberLease:
 			if live && s.layout != "" && v.memberOf == "" {
@@ -199,11 +213,11 @@ func (f *Fence) view() view {
 			if v.leading == "" || name < v.leading {
 				v.leading = name
 			}
-		case s.legacy:
-			v.legacy = append(v.legacy, name)
+		case s.legacyName && !f.cfg.Ours(name):
+			v.unheld = append(v.unheld, name)
 		}
 	}
-	slices.Sort(v.legacy)
+	slices.Sort(v.unheld)
 	return v
 }
 
@@ -229,7 +243,7 @@ func (f *Fence) admit(ctx context.Context) error {
 	if v.leading != "" {
 		return f.refuse(ctx, fmt.Sprintf("Lease %s of layout %q is still live", v.leading, f.layoutOf(v.leading)))
 	}
-	for _, name := range v.legacy {
+	for _, name := range v.unheld {
 		if err := f.tombstone(ctx, name); err != nil {
 			return f.refuse(ctx, err.Error())
 		}
@@ -237,6 +251,30 @@ func (f *Fence) admit(ctx context.Context) error {
 	f.report(ctx, "")
 	return nil
 }
+
+// Run keeps, while this replica's layout leads, the Leases it holds for it
+// (tombstones) renewed, and holds those released since, until ctx is done.
+// When no replica of the layout is left, they expire a lease duration
+// later, and a version before layouts rolled back to takes them.
+func (f *Fence) Run(ctx context.Context) {
+	every := f.cfg.LeaseDuration / 3
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		v := f.view()
+		if !f.HasSynced() || v.fence != f.cfg.Layout || v.leading != "" {
+			return
+		}
+		for _, name := range v.unheld {
+			_ = f.tombstone(ctx, name) // logged; again at the next tick
+		}
+		for name, unchanged := range v.tombstones {
+			if unchanged >= every {
+				_ = f.tombstone(ctx, name) // a conflict: another replica renewed it
+			}
+		}
+	}, every)
+}
+
+func (f *Fence) tombstoneHolder() string { return tombstonePrefix + f.cfg.Layout + " leads)" }
 
 // mayRenew says whether this replica may renew a Lease it holds: unless
 // another layout is the group's.
@@ -290,22 +328,30 @@ func (f *Fence) flip(ctx context.Context, from string) error {
 	})
 }
 
-// tombstone holds a Lease of another layout written before layouts for
-// this one, on the version seen (so not if it was taken meanwhile).
+// tombstone holds, or renews the hold of, a Lease of another layout named
+// as versions before layouts name theirs, on the version seen (so not if
+// it was taken meanwhile), for a lease duration.
 func (f *Fence) tombstone(ctx context.Context, name string) error {
 	obj, exists, _ := f.informer.GetStore().GetByKey(f.cfg.Namespace + "/" + name)
 	if !exists {
 		return nil
 	}
 	lease := obj.(*coordinationv1.Lease).DeepCopy()
+	renewal := ptr.Deref(lease.Spec.HolderIdentity, "") == f.tombstoneHolder()
 	now := metav1.NewMicroTime(f.cfg.Clock.Now())
-	lease.Spec.HolderIdentity = ptr.To(tombstonePrefix + f.cfg.Layout + " leads)")
-	lease.Spec.LeaseDurationSeconds = ptr.To[int32](tombstoneSeconds)
-	lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
-	if _, err := f.cfg.Client.CoordinationV1().Leases(f.cfg.Namespace).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("holding Lease %s, written before layouts, for layout %q: %w", name, f.cfg.Layout, err)
+	lease.Spec.HolderIdentity = ptr.To(f.tombstoneHolder())
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32((f.cfg.LeaseDuration + time.Second - 1) / time.Second))
+	lease.Spec.RenewTime = &now
+	if !renewal {
+		lease.Spec.AcquireTime = &now
 	}
-	klog.FromContext(ctx).Info("Holding a Lease written before layouts for this layout, so that replicas of that version wait", "lease", name, "layout", f.cfg.Layout)
+	if _, err := f.cfg.Client.CoordinationV1().Leases(f.cfg.Namespace).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("holding Lease %s of layout %q for layout %q: %w", name, f.layoutOf(name), f.cfg.Layout, err)
+	}
+	if !renewal {
+		klog.FromContext(ctx).Info("Holding a Lease of another layout while this one leads, so that versions before layouts, which would take it, wait",
+			"lease", name, "layout", f.cfg.Layout)
+	}
 	return nil
 }
 

@@ -65,7 +65,7 @@ func (l *fencedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecor
 	}
 	if l.f.admit(ctx) != nil {
 		now := metav1.NewTime(l.f.cfg.Clock.Now())
-		shown := resourcelock.LeaderElectionRecord{HolderIdentity: fencedHolder, LeaseDurationSeconds: tombstoneSeconds,
+		shown := resourcelock.LeaderElectionRecord{HolderIdentity: fencedHolder, LeaseDurationSeconds: fencedSeconds,
 			AcquireTime: now, RenewTime: now}
 		// Always the same, so that the elector sees no change while fenced,
 		// and a change when the real record shows again.

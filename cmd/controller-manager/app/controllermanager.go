@@ -55,9 +55,9 @@ import (
 type Manager struct {
 	opts    *options.Options
 	enabled []ControllerDescriptor
-	// known names every controller of the registry, enabled or not: the
-	// Lease names of versions before layouts are classified by them.
-	known    []string
+	// registry holds every controller, enabled or not: the Lease names of
+	// every layout are made from their names.
+	registry Registry
 	config   *rest.Config
 	status   *managerStatus
 	listener net.Addr
@@ -118,7 +118,7 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 	if opts.LeaderElection.LeaderElect && opts.HA.PerController {
 		reported = descriptors(units(enabled, opts.HA.Shards))
 	}
-	m := &Manager{opts: opts, enabled: enabled, known: registry.Names(), status: newManagerStatus(reported)}
+	m := &Manager{opts: opts, enabled: enabled, registry: registry, status: newManagerStatus(reported)}
 	// Not ready before the informers it starts at once have synced. A
 	// webhooks-only process (no controller) starts none.
 	m.status.awaitingInformers = len(enabled) > 0 &&

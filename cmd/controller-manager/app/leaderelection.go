@@ -78,6 +78,7 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 		return err
 	}
 	defer fence.Stop()
+	go fence.Run(watchCtx)
 	attempts := &electionAttempts{}
 	stopWake, _, _ := leases.watch(watchCtx, le.ResourceName, attempts.wake)
 	defer stopWake()
@@ -267,9 +268,26 @@ func (m *Manager) newFence(el *election, leases *leaseWatch) (*layout.Fence, err
 		Namespace:     el.namespace,
 		Group:         el.group,
 		Layout:        el.layout,
-		Legacy:        layout.LegacyNames(el.group, m.known),
+		Legacy:        layout.LegacyNames(el.group, m.registry.Names()),
+		Ours:          m.namesOwnLease,
 		LeaseDuration: m.opts.LeaderElection.LeaseDuration.Duration,
 	}, leases.informer)
+}
+
+// namesOwnLease says whether this replica's layout would name a Lease so,
+// for any controller of the registry (other replicas of the layout may
+// run others).
+func (m *Manager) namesOwnLease(name string) bool {
+	le, ha := m.opts.LeaderElection, m.opts.HA
+	if !ha.PerController {
+		return name == le.ResourceName
+	}
+	for _, u := range units(m.registry, ha.Shards) {
+		if name == controllerLease(le.ResourceName, u.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // leaseNamespace is the flag's value, else the pod's namespace, else "default".

@@ -88,6 +88,7 @@ func (m *Manager) runPerController(ctx context.Context) error {
 		return err
 	}
 	defer fence.Stop()
+	go fence.Run(leaseCtx)
 	logger.Info("Competing for one Lease per controller", "namespace", el.namespace, "identity", el.identity, "units", len(us))
 	// A controller that can no longer compete shuts the others down (they
 	// drain and release their Leases) and the process exits non-zero, to be

@@ -229,7 +229,8 @@ func TestLayoutChangeHandsOverWithoutOverlap(t *testing.T) {
 // beside it and acquires nothing while it renews. Once it releases, the new
 // replica leads, and holds the old Lease as a tombstone, so that another
 // replica of the old version, which knows no fence, waits instead of
-// leading beside it.
+// leading beside it; once the new replica is gone (a rollback), the old
+// version leads again.
 func TestLeasesOfVersionsBeforeLayoutsAreFenced(t *testing.T) {
 	ns := framework.CreateNamespace(t, cp.Client)
 	const group = "layouts"
@@ -285,6 +286,14 @@ func TestLeasesOfVersionsBeforeLayoutsAreFenced(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	if err := next.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	framework.Eventually(t, 30*time.Second, "the old version leads again once the new layout is gone", func(context.Context) (bool, error) {
+		return againLed.Load(), nil
+	})
+	t.Logf("the old version led again %v after the new layout's replica was told to stop", time.Since(stopped).Round(time.Millisecond))
 	stopAgain()
 	<-againDone
 }
