@@ -97,8 +97,8 @@ type sighting struct {
 	// would take the Lease whatever the fence says.
 	legacyName bool
 	holder     string
-	rv      string
-	changed time.Time
+	rv         string
+	changed    time.Time
 }
 
 // New follows the group's Leases through informer, which must hold every

@@ -33,6 +33,7 @@ import (
 	"github.com/ndsl/controller-manager/controllers/cleanup"
 	"github.com/ndsl/controller-manager/controllers/ingress"
 	"github.com/ndsl/controller-manager/controllers/pipeline"
+	"github.com/ndsl/controller-manager/pkg/shard"
 	"github.com/ndsl/controller-manager/test/e2e/framework"
 )
 
@@ -173,39 +174,165 @@ func readAudit(path string) ([]auditEvent, error) {
 	return events, nil
 }
 
-// coveringLease names the Lease under which a manager's write must be
-// made, from the client that sent it (its user agent ends in
+// coveringLeases names the Leases under one of which a manager's write
+// must be made, from the client that sent it (its user agent ends in
 // controller-manager/<client>): the certificates' Lease for the certificate
-// writer, the controller's own Lease in per-controller mode, else the single
-// Lease; "" for a client that holds no Lease and must write nothing.
-func coveringLease(e *auditEvent, perController bool) string {
+// writer; for a controller, the single Lease or its own, as the writer's
+// Lease layout has it (a change-layout step changes it); for a shard unit,
+// its shard's Lease; none for a client that holds no Lease and must write
+// nothing.
+func coveringLeases(e *auditEvent) []string {
 	const prefix = "controller-manager/"
 	i := strings.LastIndex(e.UserAgent, prefix)
 	if i < 0 {
-		return ""
+		return nil
 	}
 	switch client := e.UserAgent[i+len(prefix):]; {
 	case client == "webhook-certificates":
-		return certsLease
+		return []string{certsLease}
 	case slices.Contains(controllerNames, client):
-		if perController {
-			return framework.LeaseName + "-" + client
+		return []string{framework.LeaseName, framework.LeaseName + "-" + client}
+	case isShardUnit(client):
+		return []string{framework.LeaseName + "-" + client} // <controller>-<i>-of-<n>: its shard's Lease
+	}
+	return nil
+}
+
+// unitLease is what a Lease's name says of the unit it covers.
+type unitLease struct {
+	// controller is the controller it covers; "" for the single Lease,
+	// which covers them all.
+	controller string
+	// index and count are its shard's, count 0 for a whole controller.
+	index, count int
+}
+
+// parseUnitLease reads a Lease name of the managers' group: the single
+// Lease, <group>-<controller> or <group>-<controller>-<i>-of-<n>; ok is
+// false for any other (the certificates', members', the layout fence).
+func parseUnitLease(name string) (unitLease, bool) {
+	if name == framework.LeaseName {
+		return unitLease{}, true
+	}
+	rest, ok := strings.CutPrefix(name, framework.LeaseName+"-")
+	if !ok {
+		return unitLease{}, false
+	}
+	if slices.Contains(controllerNames, rest) {
+		return unitLease{controller: rest}, true
+	}
+	if !isShardUnit(rest) {
+		return unitLease{}, false
+	}
+	unit, n, _ := strings.Cut(rest, "-of-")
+	j := strings.LastIndex(unit, "-")
+	i, _ := strconv.Atoi(unit[j+1:])
+	count, _ := strconv.Atoi(n)
+	return unitLease{controller: unit[:j], index: i, count: count}, true
+}
+
+// layoutOf names the Lease layout a unit Lease belongs to.
+func (u unitLease) layoutOf() string {
+	switch {
+	case u.controller == "":
+		return "single"
+	case u.count == 0:
+		return "per-controller" // also a shard layout's whole controllers: one Lease either way
+	}
+	return fmt.Sprintf("%d shards", u.count)
+}
+
+// covers says whether u's unit would write the object of e written by a
+// unit of controller: the single Lease and a whole controller's every
+// object; a shard only its range's, by namespace for the App and Ingress
+// controllers. A Pipeline's children are placed by their Pipeline's uid,
+// which the audit log does not carry: every shard covers them.
+func (u unitLease) covers(controller string, e *auditEvent) bool {
+	switch {
+	case u.controller == "":
+		return true
+	case u.controller != controller:
+		return false
+	case u.count == 0:
+		return true
+	}
+	return !namespaceSharded(controller) || inShard(u, e.ObjectRef.Namespace)
+}
+
+// namespaceSharded says whether controller's objects are placed in shards
+// by their namespace.
+func namespaceSharded(controller string) bool {
+	return controller == appcontroller.ControllerName || controller == ingress.ControllerName
+}
+
+// inShard says whether namespace ns is in u's shard.
+func inShard(u unitLease, ns string) bool {
+	s, err := shard.New(u.index, u.count)
+	return err == nil && s.ContainsNamespace(ns)
+}
+
+// outsideShard says why a write by a shard unit of the App or Ingress
+// controller is to an object outside its range, or "".
+func outsideShard(lease string, e *auditEvent) string {
+	u, ok := parseUnitLease(lease)
+	if !ok || u.count == 0 || !namespaceSharded(u.controller) || inShard(u, e.ObjectRef.Namespace) {
+		return ""
+	}
+	return fmt.Sprintf("namespace %q is not in shard %d of %d", e.ObjectRef.Namespace, u.index, u.count)
+}
+
+// otherLayoutLeading names a Lease of another layout than own's, covering
+// the object e writes, that a manager held when e was received: its last
+// write before named a manager and completed less than the lease duration
+// before (a killed holder's successor waits that long; a release names
+// no one, nor does a fence's tombstone).
+func otherLayoutLeading(leases map[string]*leaseTimeline, own string, e *auditEvent) string {
+	ownUnit, ok := parseUnitLease(own)
+	if !ok {
+		return ""
+	}
+	controller := ownUnit.controller
+	if controller == "" { // the single Lease: the controller is the client's
+		controller = e.UserAgent[strings.LastIndex(e.UserAgent, "/")+1:]
+	}
+	t := e.received()
+	var names []string
+	for name := range leases {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		u, ok := parseUnitLease(name)
+		if !ok || u.layoutOf() == ownUnit.layoutOf() || !u.covers(controller, e) {
+			continue
 		}
-		return framework.LeaseName
-	case perController && isShardUnit(client):
-		return framework.LeaseName + "-" + client // <controller>-<i>: its shard's Lease
+		var last *auditEvent
+		for _, w := range leases[name].writes {
+			if !w.completed().Before(t) {
+				break
+			}
+			last = w
+		}
+		if last == nil || userSlot(last.User.Username) < 0 || last.holder() == "" || strings.HasPrefix(last.holder(), "(") {
+			continue
+		}
+		if age := t.Sub(last.completed()); age < leaseDuration {
+			return fmt.Sprintf("Lease %s (%s) was written for %s by %s %v before", name, u.layoutOf(), last.holder(), last.User.Username, age.Round(time.Millisecond))
+		}
 	}
 	return ""
 }
 
-// isShardUnit says whether client names a shard unit, <controller>-<i>.
+// isShardUnit says whether client names a shard unit, <controller>-<i>-of-<n>.
 func isShardUnit(client string) bool {
-	i := strings.LastIndex(client, "-")
-	if i < 0 || !slices.Contains(controllerNames, client[:i]) {
+	rest, n, ok := strings.Cut(client, "-of-")
+	i := strings.LastIndex(rest, "-")
+	if !ok || i < 0 || !slices.Contains(controllerNames, rest[:i]) {
 		return false
 	}
-	_, err := strconv.Atoi(client[i+1:])
-	return err == nil
+	_, err := strconv.Atoi(rest[i+1:])
+	_, errN := strconv.Atoi(n)
+	return err == nil && errN == nil
 }
 
 // certsLease is the Lease of the one writer of the webhook certificates.

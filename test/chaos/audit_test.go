@@ -17,6 +17,8 @@ limitations under the License.
 package chaos
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -164,33 +166,114 @@ func TestLiveTakeovers(t *testing.T) {
 	}
 }
 
-// TestCoveringLease: each client's writes belong to its own Lease.
-func TestCoveringLease(t *testing.T) {
+// TestCoveringLeases: each client's writes belong to one of its Leases.
+func TestCoveringLeases(t *testing.T) {
 	const base = "chaos-cm/v0.0.0 (linux/amd64) kubernetes/$Format/controller-manager/"
 	for _, tc := range []struct {
-		client        string
-		perController bool
-		want          string
+		client string
+		want   []string
 	}{
-		{"app", false, framework.LeaseName},
-		{"app", true, framework.LeaseName + "-app"},
-		{"cleanup", true, framework.LeaseName + "-cleanup"},
-		{"app-1", true, framework.LeaseName + "-app-1"},
-		{"pipeline-12", true, framework.LeaseName + "-pipeline-12"},
-		{"app-x", true, ""},
-		{"app-1", false, ""},
-		{"webhook-certificates", false, framework.LeaseName + "-certs"},
-		{"webhook-certificates", true, framework.LeaseName + "-certs"},
-		{"webhooks", false, ""},
-		{"leader-election", true, ""},
+		{"app", []string{framework.LeaseName, framework.LeaseName + "-app"}},
+		{"cleanup", []string{framework.LeaseName, framework.LeaseName + "-cleanup"}},
+		{"app-1-of-2", []string{framework.LeaseName + "-app-1-of-2"}},
+		{"pipeline-12-of-16", []string{framework.LeaseName + "-pipeline-12-of-16"}},
+		{"app-x", nil},
+		{"app-1", nil},
+		{"app-1-of-x", nil},
+		{"webhook-certificates", []string{framework.LeaseName + "-certs"}},
+		{"webhooks", nil},
+		{"leader-election", nil},
 	} {
 		e := auditEvent{UserAgent: base + tc.client}
-		if got := coveringLease(&e, tc.perController); got != tc.want {
-			t.Errorf("client %s, per-controller %t: %q, want %q", tc.client, tc.perController, got, tc.want)
+		if got := coveringLeases(&e); !slices.Equal(got, tc.want) {
+			t.Errorf("client %s: %q, want %q", tc.client, got, tc.want)
 		}
 	}
-	if got := coveringLease(&auditEvent{UserAgent: "kubectl/v1.36.3"}, false); got != "" {
+	if got := coveringLeases(&auditEvent{UserAgent: "kubectl/v1.36.3"}); got != nil {
 		t.Errorf("kubectl: %q, want none", got)
+	}
+}
+
+// A write under one layout's Lease while a Lease of another layout that
+// covers the object is held by a manager is two layouts leading; a shard's
+// write outside its range is caught too.
+func TestLayoutsJudgedByRange(t *testing.T) {
+	at := func(s float64) metav1.MicroTime {
+		return metav1.NewMicroTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(s * float64(time.Second))))
+	}
+	leaseWrite := func(name, user, holder string, s float64) auditEvent {
+		e := auditEvent{Stage: "ResponseComplete", Verb: "update", RequestReceived: at(s), StageTimestamp: at(s)}
+		e.User.Username = user
+		e.ObjectRef = &struct {
+			Resource    string `json:"resource"`
+			Namespace   string `json:"namespace"`
+			Name        string `json:"name"`
+			APIGroup    string `json:"apiGroup"`
+			Subresource string `json:"subresource"`
+		}{Resource: "leases", Namespace: framework.ManagerNamespace, Name: name}
+		e.ResponseStatus = &struct {
+			Code int `json:"code"`
+		}{200}
+		e.RequestObject = &struct {
+			Spec struct {
+				HolderIdentity *string `json:"holderIdentity"`
+			} `json:"spec"`
+		}{}
+		e.RequestObject.Spec.HolderIdentity = &holder
+		return e
+	}
+	// Two namespaces, one in each shard of 2.
+	var in [2]string
+	for i := 0; in[0] == "" || in[1] == ""; i++ {
+		ns := fmt.Sprintf("ns-%d", i)
+		if inShard(unitLease{controller: "app", index: 0, count: 2}, ns) {
+			in[0] = ns
+		} else {
+			in[1] = ns
+		}
+	}
+	write := func(client, ns string, s float64) *auditEvent {
+		e := &auditEvent{UserAgent: "x/controller-manager/" + client, RequestReceived: at(s), StageTimestamp: at(s)}
+		e.ObjectRef = &struct {
+			Resource    string `json:"resource"`
+			Namespace   string `json:"namespace"`
+			Name        string `json:"name"`
+			APIGroup    string `json:"apiGroup"`
+			Subresource string `json:"subresource"`
+		}{Resource: "deployments", Namespace: ns, Name: "d"}
+		return e
+	}
+	a, b := slotUser(0), slotUser(1)
+	leases := leaseTimelines([]auditEvent{
+		leaseWrite(framework.LeaseName+"-app", a, "a", 0),
+		leaseWrite(framework.LeaseName+"-app-1-of-2", b, "b", 1),
+		leaseWrite(framework.LeaseName+"-app", a, "", 2), // released
+		leaseWrite(framework.LeaseName+"-app-0-of-2", b, "(fenced: layout x leads)", 0),
+	})
+	own := framework.LeaseName + "-app"
+	if got := otherLayoutLeading(leases, own, write("app", in[1], 1.5)); got == "" {
+		t.Error("a per-controller write in shard 1 of 2 while that shard's Lease was held: not caught")
+	}
+	if got := otherLayoutLeading(leases, own, write("app", in[0], 1.5)); got != "" {
+		t.Errorf("a per-controller write in shard 0 of 2, whose Lease is a tombstone: %s", got)
+	}
+	if got := otherLayoutLeading(leases, framework.LeaseName+"-app-1-of-2", write("app-1-of-2", in[1], 3)); got != "" {
+		t.Errorf("a shard's write after the per-controller Lease was released: %s", got)
+	}
+	if got := otherLayoutLeading(leases, framework.LeaseName+"-app-1-of-2", write("app-1-of-2", in[1], 1.5)); got == "" {
+		t.Error("a shard's write while the per-controller Lease was held: not caught")
+	}
+	if got := otherLayoutLeading(leases, framework.LeaseName+"-ingress", write("ingress", in[1], 1.5)); got != "" {
+		t.Errorf("another controller's Leases: %s", got)
+	}
+	if got := otherLayoutLeading(leases, framework.LeaseName+"-app-1-of-2", write("app-1-of-2", in[1], 1+leaseDuration.Seconds()+3)); got != "" {
+		t.Errorf("long after: %s", got)
+	}
+	if outsideShard(framework.LeaseName+"-app-1-of-2", write("app-1-of-2", in[0], 1)) == "" {
+		t.Error("shard 1's write in shard 0's namespace: not caught")
+	}
+	if why := outsideShard(framework.LeaseName+"-app-1-of-2", write("app-1-of-2", in[1], 1)); why != "" {
+		t.Errorf("shard 1's write in its own namespace: %s", why)
 	}
 }
 

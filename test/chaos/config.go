@@ -19,11 +19,14 @@ package chaos
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
+	"github.com/ndsl/controller-manager/pkg/layout"
+	"github.com/ndsl/controller-manager/pkg/shard"
 	"github.com/ndsl/controller-manager/test/e2e/framework"
 )
 
@@ -104,17 +107,65 @@ const (
 	retryPeriod   = time.Second
 )
 
-// targetLease is the Lease the leader faults act on: the single Lease, or
-// the App controller's in per-controller mode.
-func (c config) targetLease() string {
+// leaseLayout is the managers' Lease layout flags.
+type leaseLayout struct {
+	perController bool
+	shards        int
+}
+
+// layout is the Lease layout the managers start with.
+func (c config) layout() leaseLayout { return leaseLayout{c.perController, max(c.shards, 1)} }
+
+// next is the layout a change-layout step rolls the managers to, and then
+// back from: a single Lease to one per controller, one per controller to
+// 2 shards, N shards to 2N.
+func (l leaseLayout) next() leaseLayout {
 	switch {
-	case c.shards > 1:
-		return framework.LeaseName + "-" + appcontroller.ControllerName + "-0"
-	case c.perController:
+	case !l.perController:
+		return leaseLayout{true, 1}
+	case l.shards <= 1:
+		return leaseLayout{true, 2}
+	}
+	return leaseLayout{true, 2 * l.shards}
+}
+
+// args are the manager flags of l.
+func (l leaseLayout) args() []string {
+	if !l.perController {
+		return nil
+	}
+	args := []string{"--leader-elect-per-controller=true", "--standby=warm"}
+	if l.shards > 1 {
+		args = append(args, fmt.Sprintf("--shards=%d", l.shards))
+	}
+	return args
+}
+
+// withArgs replaces args' layout flags by l's.
+func (l leaseLayout) withArgs(args []string) []string {
+	out := slices.DeleteFunc(slices.Clone(args), func(a string) bool {
+		return strings.HasPrefix(a, "--leader-elect-per-controller") || strings.HasPrefix(a, "--standby") || strings.HasPrefix(a, "--shards")
+	})
+	return append(out, l.args()...)
+}
+
+// String is l as pkg/layout names it.
+func (l leaseLayout) String() string { return layout.Of(l.perController, l.shards, shard.KeyVersion) }
+
+// targetLease is the Lease the leader faults act on: the single Lease, or
+// the App controller's (its first shard's) with a Lease per controller.
+func (l leaseLayout) targetLease() string {
+	switch {
+	case l.shards > 1:
+		return fmt.Sprintf("%s-%s-0-of-%d", framework.LeaseName, appcontroller.ControllerName, l.shards)
+	case l.perController:
 		return framework.LeaseName + "-" + appcontroller.ControllerName
 	}
 	return framework.LeaseName
 }
+
+// targetLease is the target Lease of the layout the managers start with.
+func (c config) targetLease() string { return c.layout().targetLease() }
 
 func configFromEnv() (config, error) {
 	c := config{mode: os.Getenv(envMode), managers: 3, binary: os.Getenv(envBinary),

@@ -119,6 +119,8 @@ func (x *runner) run(ctx context.Context, s step) error {
 		return x.changeCertFlags(ctx, r, n)
 	case skewClock:
 		return x.skewClock(ctx, r, n)
+	case changeLayout:
+		return x.changeLayout(ctx)
 	}
 	return fmt.Errorf("unknown step kind %d", s.kind)
 }
@@ -158,7 +160,7 @@ func (x *runner) aftermath(ctx context.Context, p *framework.Process, holder str
 		if p.Exited() {
 			return true, nil
 		}
-		l, err := x.w.c.Kube.CoordinationV1().Leases(framework.ManagerNamespace).Get(ctx, x.sup.lease, metav1.GetOptions{})
+		l, err := x.w.c.Kube.CoordinationV1().Leases(framework.ManagerNamespace).Get(ctx, x.sup.targetLease(), metav1.GetOptions{})
 		if err != nil {
 			return false, nil // the API server may be restarting
 		}
@@ -184,7 +186,7 @@ func (x *runner) steal(ctx context.Context) error {
 	var from string
 	err := retrying(ctx, "stealing the Lease", func(ctx context.Context) error {
 		leases := x.w.c.Kube.CoordinationV1().Leases(framework.ManagerNamespace)
-		l, err := leases.Get(ctx, x.sup.lease, metav1.GetOptions{})
+		l, err := leases.Get(ctx, x.sup.targetLease(), metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

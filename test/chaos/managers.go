@@ -139,12 +139,15 @@ type exit struct {
 type supervisor struct {
 	launcher *framework.Launcher
 	args     [][]string // per slot
-	lease    string     // the Lease the leader faults act on
 
-	mu     sync.Mutex
-	procs  []*framework.Process
-	paused map[*framework.Process]bool
-	killed map[*framework.Process]bool
+	mu sync.Mutex
+	// lease is the Lease the leader faults act on, the App controller's in
+	// current, the layout the managers were last rolled to.
+	lease   string
+	current leaseLayout
+	procs   []*framework.Process
+	paused  map[*framework.Process]bool
+	killed  map[*framework.Process]bool
 	// terminated are the processes a rollout sent SIGTERM.
 	terminated map[*framework.Process]bool
 	exits      []exit
@@ -154,7 +157,7 @@ type supervisor struct {
 }
 
 func newSupervisor(launcher *framework.Launcher, kubeconfigs []string, cfg config) *supervisor {
-	s := &supervisor{launcher: launcher, lease: cfg.targetLease(), paused: map[*framework.Process]bool{},
+	s := &supervisor{launcher: launcher, lease: cfg.targetLease(), current: cfg.layout(), paused: map[*framework.Process]bool{},
 		killed: map[*framework.Process]bool{}, terminated: map[*framework.Process]bool{}}
 	for _, kc := range kubeconfigs {
 		args := []string{
@@ -172,13 +175,7 @@ func newSupervisor(launcher *framework.Launcher, kubeconfigs []string, cfg confi
 			"--app-ingress-domain=" + appDomain,
 			"--ingress-default-domain=" + serviceDomain,
 		}
-		if cfg.perController {
-			args = append(args, "--leader-elect-per-controller=true", "--standby=warm")
-		}
-		if cfg.shards > 1 {
-			args = append(args, fmt.Sprintf("--shards=%d", cfg.shards))
-		}
-		s.args = append(s.args, args)
+		s.args = append(s.args, append(args, cfg.layout().args()...))
 	}
 	s.procs = make([]*framework.Process, len(kubeconfigs))
 	return s
@@ -266,7 +263,7 @@ func (s *supervisor) processes() []*framework.Process {
 // leader returns the running process whose identity holds the Lease the
 // faults act on, or nil.
 func (s *supervisor) leader(ctx context.Context, c *framework.Cluster) (*framework.Process, string, error) {
-	holder, err := leaseHolder(ctx, c, s.lease)
+	holder, err := leaseHolder(ctx, c, s.targetLease())
 	if err != nil || holder == "" {
 		return nil, holder, err
 	}
@@ -312,6 +309,28 @@ func (s *supervisor) wasTerminated(p *framework.Process) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.terminated[p]
+}
+
+// targetLease is the Lease the leader faults act on.
+func (s *supervisor) targetLease() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lease
+}
+
+// layout is the Lease layout the managers were last rolled to.
+func (s *supervisor) layout() leaseLayout {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current
+}
+
+// setLayout records that the managers were rolled to l: the leader faults
+// act on its App controller's Lease from now on.
+func (s *supervisor) setLayout(l leaseLayout) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.current, s.lease = l, l.targetLease()
 }
 
 // setArgs replaces a slot's arguments for its next start.

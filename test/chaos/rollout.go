@@ -35,6 +35,7 @@ import (
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
+	"github.com/ndsl/controller-manager/pkg/layout"
 	"github.com/ndsl/controller-manager/test/e2e/framework"
 )
 
@@ -68,7 +69,10 @@ type clientCounts struct {
 // the endpoints drop it), the slot started again, and the next one only once
 // the new process is an endpoint. Meanwhile clients create Apps and read
 // them as v1; every one of their requests must succeed.
-func (x *runner) rollout(ctx context.Context) error {
+//
+// With layouts, one such pass per layout, each starting the successors
+// with that Lease layout's flags and ending once it leads (changeLayout).
+func (x *runner) rollout(ctx context.Context, layouts ...leaseLayout) error {
 	if err := x.ensureNamespace(ctx, rolloutNamespace); err != nil {
 		return err
 	}
@@ -82,17 +86,37 @@ func (x *runner) rollout(ctx context.Context) error {
 	}
 	begin := time.Now()
 	var replaced []string
-	for slot := range x.sup.processes() {
-		old := x.sup.processes()[slot]
-		if old == nil || old.Exited() {
-			continue
+	passes := []*leaseLayout{nil}
+	if len(layouts) > 0 {
+		passes = nil
+		for _, l := range layouts {
+			passes = append(passes, &l)
 		}
-		next, sent, err := x.replace(ctx, slot, old)
-		if err != nil {
-			return fmt.Errorf("rollout: %w", err)
+	}
+	for _, to := range passes {
+		for slot := range x.sup.processes() {
+			if to != nil {
+				x.sup.setArgs(slot, to.withArgs(x.sup.slotArgs(slot)))
+			}
+			old := x.sup.processes()[slot]
+			if old == nil || old.Exited() {
+				continue
+			}
+			next, sent, err := x.replace(ctx, slot, old)
+			if err != nil {
+				return fmt.Errorf("rollout: %w", err)
+			}
+			replaced = append(replaced, fmt.Sprintf("%s (exited %v after SIGTERM) by %s (an endpoint %v after SIGTERM)", old.Name,
+				old.ExitedAt().Sub(sent).Round(100*time.Millisecond), next.Name, time.Since(sent).Round(100*time.Millisecond)))
 		}
-		replaced = append(replaced, fmt.Sprintf("%s (exited %v after SIGTERM) by %s (an endpoint %v after SIGTERM)", old.Name,
-			old.ExitedAt().Sub(sent).Round(100*time.Millisecond), next.Name, time.Since(sent).Round(100*time.Millisecond)))
+		if to != nil {
+			led, err := x.layoutLeads(ctx, *to)
+			if err != nil {
+				return fmt.Errorf("rollout to Lease layout %s: %w", to, err)
+			}
+			x.sup.setLayout(*to)
+			replaced = append(replaced, fmt.Sprintf("Lease layout %s leading %v after its last replica started", to, led.Round(100*time.Millisecond)))
+		}
 	}
 	// The last successor's first seconds as an endpoint count too.
 	time.Sleep(probePeriod) // part of the scenario: traffic on the new set, not a wait for a condition
@@ -106,6 +130,38 @@ func (x *runner) rollout(ctx context.Context) error {
 	x.w.logf("rollout in %v: %s; clients sent %d creates and %d v1 lists, %d failed", time.Since(begin).Round(100*time.Millisecond),
 		strings.Join(replaced, ", "), counts.creates, counts.lists, len(counts.failures))
 	return nil
+}
+
+// changeLayout rolls the replicas to the next Lease layout (config's
+// next) and back, as rolling updates that change
+// --leader-elect-per-controller or --shards do, with the rollout's clients
+// running: replicas of two layouts run side by side twice each way.
+func (x *runner) changeLayout(ctx context.Context) error {
+	from := x.sup.layout()
+	x.w.logf("change-layout: from %s to %s and back", from, from.next())
+	return x.rollout(ctx, from.next(), from)
+}
+
+// layoutLeadsTimeout bounds how long after its last replica started a new
+// layout may take to lead: the old one's last Lease released, or expired
+// (a lease duration) if its holder was killed, and a retry period.
+const layoutLeadsTimeout = 60 * time.Second
+
+// layoutLeads waits until the group's fence states l (a manager before
+// layouts writes none) and l's target Lease is held, and says how long
+// that took.
+func (x *runner) layoutLeads(ctx context.Context, l leaseLayout) (time.Duration, error) {
+	begin := time.Now()
+	leases := x.w.c.Kube.CoordinationV1().Leases(framework.ManagerNamespace)
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, layoutLeadsTimeout, true, func(ctx context.Context) (bool, error) {
+		fence, err := leases.Get(ctx, layout.FenceName(framework.LeaseName), metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) || err == nil && fence.Labels[layout.Label] != l.String() {
+			return false, nil
+		}
+		holder, err := leaseHolder(ctx, x.w.c, l.targetLease())
+		return err == nil && holder != "" && !strings.HasPrefix(holder, "("), nil
+	})
+	return time.Since(begin), err
 }
 
 // replace sends old, the process of slot, SIGTERM and waits until its

@@ -42,13 +42,14 @@ const (
 	rollout                           // every replica replaced in turn (SIGTERM) while clients create Apps and read v1
 	certFlags                         // a replica restarted with other certificate names (--webhook-cert-extra-names)
 	skewClock                         // one replica's Lease stamps skewed by ±30 s from then on
+	changeLayout                      // every replica rolled to the next Lease layout, then back, while clients create Apps and read v1
 	numFaultKinds
 )
 
 var faultKindName = [numFaultKinds]string{
 	"kill-leader", "pause-leader", "restart-apiserver", "restart-etcd", "steal-lease",
 	"edit-children", "delete-children", "delete-claims", "delete-namespace", "edit-owners", "delete-owners",
-	"rollout", "cert-flags", "skew-clock",
+	"rollout", "cert-flags", "skew-clock", "change-layout",
 }
 
 func (k faultKind) String() string { return faultKindName[k] }

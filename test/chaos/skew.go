@@ -198,7 +198,7 @@ func (x *runner) skewClock(ctx context.Context, r *rand.Rand, n int) error {
 			return false, nil
 		}
 		leaderName = p.Name
-		l, err := x.w.c.Kube.CoordinationV1().Leases(framework.ManagerNamespace).Get(ctx, x.sup.lease, metav1.GetOptions{})
+		l, err := x.w.c.Kube.CoordinationV1().Leases(framework.ManagerNamespace).Get(ctx, x.sup.targetLease(), metav1.GetOptions{})
 		if err != nil || l.Spec.RenewTime == nil {
 			return false, nil
 		}

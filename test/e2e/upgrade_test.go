@@ -33,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
@@ -100,14 +101,42 @@ func (u helmUpgrade) run(ctx context.Context, args ...string) (string, error) {
 }
 
 // install upgrades (or installs) the release to chart with image and the
-// user's values, as a user does: the same values file, not --reuse-values.
-func (u helmUpgrade) install(t *testing.T, chart, image string) {
+// user's values, as a user does: the same values file, not --reuse-values;
+// more are further helm arguments.
+func (u helmUpgrade) install(t *testing.T, chart, image string, more ...string) {
 	t.Helper()
 	repo, tag, _ := strings.Cut(image, ":")
-	if _, err := u.run(context.Background(), "upgrade", "--install", helmRelease, chart, "-f", u.values,
-		"--set", "image.repository="+repo, "--set", "image.tag="+tag); err != nil {
+	args := append([]string{"upgrade", "--install", helmRelease, chart, "-f", u.values,
+		"--set", "image.repository=" + repo, "--set", "image.tag=" + tag}, more...)
+	if _, err := u.run(context.Background(), args...); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// shardsValues writes a values file that adds --leader-elect-per-controller
+// and --shards=2 to the user's extraArgs, read from values, and returns its
+// path.
+func shardsValues(t *testing.T, values string) string {
+	t.Helper()
+	data, err := os.ReadFile(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		ExtraArgs []string `json:"extraArgs"`
+	}
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		t.Fatalf("reading %s: %v", values, err)
+	}
+	out, err := yaml.Marshal(map[string][]string{"extraArgs": append(v.ExtraArgs, "--leader-elect-per-controller", "--shards=2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir() + "/shards.yaml"
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // revision is the release's deployed revision.
@@ -162,22 +191,32 @@ func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 	waitAppsReady(t, ns, upgradeApps, 3*time.Minute)
 	before := observeApps(t, ns)
 
+	shards := shardsValues(t, u.values)
 	for _, step := range []struct {
 		name  string
 		image string
 		do    func()
+		// lease is the Lease one of the new pods must hold after the step.
+		lease string
 	}{
-		{"helm upgrade to the current chart and image", u.newImage, func() { u.install(t, u.newChart, u.newImage) }},
+		{"helm upgrade to the current chart and image", u.newImage, func() { u.install(t, u.newChart, u.newImage) }, framework.LeaseName},
+		// The Lease layout changes: replicas of two layouts run side by
+		// side during the rolling update, and only one layout may lead.
+		{"helm upgrade that turns --shards=2 on", u.newImage, func() { u.install(t, u.newChart, u.newImage, "-f", shards) },
+			framework.LeaseName + "-app-0-of-2"},
+		// Back to the earlier version, which knows no layouts, and its
+		// single Lease.
 		{fmt.Sprintf("helm rollback to revision %d", oldRevision), u.oldImage, func() {
 			if _, err := u.run(context.Background(), "rollback", helmRelease, fmt.Sprint(oldRevision)); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, framework.LeaseName},
 	} {
 		// A namespace of its own: the load names its Apps from 1 again.
 		loadNS := newNamespace(t)
 		load := startRequestLoad(t, loadNS)
 		load.waitStarted(t)
+		layouts := watchLayouts(t)
 		began := time.Now()
 		step.do()
 		pods := waitManagerRolledOut(t, step.image)
@@ -185,7 +224,8 @@ func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 			time.Since(began).Round(100*time.Millisecond))
 		load.check(t, step.name)
 		waitLoadSettled(t, loadNS)
-		waitLeaderAmong(t, pods)
+		waitLeaseHeldAmong(t, step.lease, pods)
+		layouts.check(t, step.name)
 		waitAppsReady(t, ns, upgradeApps, time.Minute)
 		after := observeApps(t, ns)
 		for _, d := range before.diff(after) {
