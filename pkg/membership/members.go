@@ -53,6 +53,10 @@ const (
 	// (AssignKeeping). Used only while every live member states it: a
 	// replica of an earlier version assigns without it.
 	HoldingAnnotation = "manager.ndsl.cn/holding"
+	// WarmAnnotation lists, comma-separated, the units assigned to a
+	// member whose caches it has built and synced without holding their
+	// Leases: their holder hands them over once they are warm (Ready).
+	WarmAnnotation = "manager.ndsl.cn/warm"
 )
 
 // Config says who this replica is and how members are judged.
@@ -92,6 +96,7 @@ type Members struct {
 	leaving bool
 	holding map[string]bool // units whose Leases this replica holds
 	offered map[string]bool // units this replica offers
+	warm    map[string]bool // units this replica stands by for, caches synced
 	// gen counts the changes of holding and offered; writtenGen is the
 	// count the member Lease last stated.
 	gen, writtenGen int
@@ -109,6 +114,8 @@ type sighting struct {
 	units           []string
 	holding         []string
 	statesHolding   bool // the Lease has the holding annotation
+	warm            []string
+	statesWarm      bool // the Lease has the warm annotation
 	resourceVersion string
 	changed         time.Time
 }
@@ -129,6 +136,7 @@ func New(cfg Config) *Members {
 		seen:    map[string]*sighting{},
 		holding: map[string]bool{},
 		offered: offered,
+		warm:    map[string]bool{},
 		offer:   make(chan struct{}, 1),
 	}
 }
@@ -148,6 +156,45 @@ func (m *Members) Offer(unit string) {
 	case m.offer <- struct{}{}:
 	default:
 	}
+}
+
+// SetWarm records whether this replica stands by for a unit assigned to it,
+// its caches synced: written at once, so that the unit's holder hands it
+// over (Ready).
+func (m *Members) SetWarm(unit string, warm bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.warm[unit] == warm {
+		return
+	}
+	if warm {
+		m.warm[unit] = true
+	} else {
+		delete(m.warm, unit)
+	}
+	m.gen++
+	select {
+	case m.offer <- struct{}{}:
+	default:
+	}
+}
+
+// Ready says whether the unit's assignee can take it over at once: it
+// states the unit warm, or it states no warm units at all (a replica of
+// an earlier version, which builds a unit when it takes it).
+func (m *Members) Ready(unit string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	owner := m.assigned[unit]
+	if owner == m.cfg.Identity {
+		return true
+	}
+	for _, s := range m.seen {
+		if s.identity == owner {
+			return !s.statesWarm || slices.Contains(s.warm, unit)
+		}
+	}
+	return false
 }
 
 // SetHolding records whether this replica holds the unit's Lease; the
@@ -283,7 +330,8 @@ func (m *Members) Live() []string {
 }
 
 // Subscribe returns a channel that receives a value after each change of
-// the assignment (coalesced: a slow reader misses no change, only repeats),
+// the assignment or of what a member states warm (coalesced: a slow reader
+// misses no change, only repeats),
 // and the function that ends the subscription.
 func (m *Members) Subscribe() (<-chan struct{}, func()) {
 	m.mu.Lock()
@@ -336,7 +384,7 @@ func (m *Members) renewIfDue(ctx context.Context) (bool, error) {
 func (m *Members) renew(ctx context.Context) error {
 	m.mu.Lock()
 	written, leaving := m.written, m.leaving
-	st := stated{offered: sortedKeys(m.offered), holding: sortedKeys(m.holding)}
+	st := stated{offered: sortedKeys(m.offered), holding: sortedKeys(m.holding), warm: sortedKeys(m.warm)}
 	gen := m.gen
 	m.mu.Unlock()
 	if leaving {
@@ -382,7 +430,7 @@ func (m *Members) renew(ctx context.Context) error {
 }
 
 // stated is what a member Lease says of its replica's units.
-type stated struct{ offered, holding []string }
+type stated struct{ offered, holding, warm []string }
 
 func (m *Members) stamp(lease *coordinationv1.Lease, now metav1.MicroTime, st stated) {
 	if lease.Labels == nil {
@@ -398,6 +446,7 @@ func (m *Members) stamp(lease *coordinationv1.Lease, now metav1.MicroTime, st st
 	}
 	lease.Annotations[UnitsAnnotation] = strings.Join(st.offered, ",")
 	lease.Annotations[HoldingAnnotation] = strings.Join(st.holding, ",")
+	lease.Annotations[WarmAnnotation] = strings.Join(st.warm, ",")
 	lease.Spec.HolderIdentity = ptr.To(m.cfg.Identity)
 	lease.Spec.LeaseDurationSeconds = ptr.To(int32((m.cfg.LeaseDuration + time.Second - 1) / time.Second))
 	lease.Spec.RenewTime = &now
@@ -414,19 +463,27 @@ func (m *Members) observe(obj any) {
 	}
 	m.mu.Lock()
 	s := m.seen[lease.Name]
+	warmChanged := false
 	if s == nil || s.resourceVersion != lease.ResourceVersion {
 		holding, statesHolding := lease.Annotations[HoldingAnnotation]
-		m.seen[lease.Name] = &sighting{
+		warm, statesWarm := lease.Annotations[WarmAnnotation]
+		next := &sighting{
 			identity:        ptr.Deref(lease.Spec.HolderIdentity, ""),
 			units:           splitUnits(lease.Annotations[UnitsAnnotation]),
 			holding:         splitUnits(holding),
 			statesHolding:   statesHolding,
+			warm:            splitUnits(warm),
+			statesWarm:      statesWarm,
 			resourceVersion: lease.ResourceVersion,
 			changed:         m.cfg.Clock.Now(),
 		}
+		warmChanged = s != nil && !slices.Equal(s.warm, next.warm)
+		m.seen[lease.Name] = next
 	}
 	m.mu.Unlock()
-	m.judge()
+	if !m.judge() && warmChanged {
+		m.notify() // a holder waits for its unit's assignee to be warm
+	}
 }
 
 // forget drops a member whose Lease was deleted: it left.
@@ -452,8 +509,8 @@ func splitUnits(s string) []string {
 }
 
 // judge recomputes the live members and the assignment, and tells the
-// subscribers if the assignment changed.
-func (m *Members) judge() {
+// subscribers, and reports, if the assignment changed.
+func (m *Members) judge() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.cfg.Clock.Now()
@@ -486,7 +543,7 @@ func (m *Members) judge() {
 		changed = changed || m.assigned[u] != id
 	}
 	if !changed {
-		return
+		return false
 	}
 	m.live, m.assigned = live, assigned
 	mine := 0
@@ -497,6 +554,17 @@ func (m *Members) judge() {
 	}
 	membersGauge.WithLabelValues(m.cfg.Group).Set(float64(len(live)))
 	assignedGauge.WithLabelValues(m.cfg.Group).Set(float64(mine))
+	m.notifyLocked()
+	return true
+}
+
+func (m *Members) notify() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.notifyLocked()
+}
+
+func (m *Members) notifyLocked() {
 	for _, ch := range m.subs {
 		select {
 		case ch <- struct{}{}:

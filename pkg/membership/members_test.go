@@ -247,3 +247,51 @@ func TestMembersOfferLater(t *testing.T) {
 		t.Fatal("app is assigned to nobody, though both offer it")
 	}
 }
+
+// A holder hands a unit over once its assignee states it warm, at once to
+// an assignee of an earlier version (which states nothing warm), and a
+// change of what a member states warm wakes the subscribers.
+func TestReadyWhenTheAssigneeIsWarm(t *testing.T) {
+	m, _ := newTestMembers(t, "a", "w1", "w2")
+	changes, unsubscribe := m.Subscribe()
+	defer unsubscribe()
+	b := memberLease("b", "1", time.Now(), "w1,w2")
+	b.Annotations[WarmAnnotation] = ""
+	m.observe(b)
+	<-changes // b joined: the assignment changed
+	var theirs string
+	for _, u := range []string{"w1", "w2"} {
+		if !m.Mine(u) {
+			theirs = u
+		}
+	}
+	if theirs == "" {
+		t.Fatal("b was assigned nothing")
+	}
+	if m.Ready(theirs) {
+		t.Fatalf("%s is ready on b, which states nothing warm", theirs)
+	}
+	b = b.DeepCopy()
+	b.ResourceVersion, b.Annotations[WarmAnnotation] = "2", theirs
+	m.observe(b)
+	select {
+	case <-changes:
+	default:
+		t.Error("b stating a unit warm woke no subscriber")
+	}
+	if !m.Ready(theirs) {
+		t.Errorf("%s is not ready on b, which states it warm", theirs)
+	}
+	old := memberLease("b", "3", time.Now(), "w1,w2") // no warm annotation: an earlier version
+	m.observe(old)
+	if !m.Ready(theirs) {
+		t.Errorf("%s is not ready on b, of a version that builds a unit when it takes it", theirs)
+	}
+	m.SetWarm("w9", true)
+	if err := m.renew(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.written.Annotations[WarmAnnotation]; got != "w9" {
+		t.Errorf("the member Lease states %q warm, want w9", got)
+	}
+}

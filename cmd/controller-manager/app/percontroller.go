@@ -100,10 +100,12 @@ func (m *Manager) runPerController(ctx context.Context) error {
 	for _, c := range set.controllers {
 		built[c.Name()] = c
 	}
+	warm := newWarmUnits()
 	for _, u := range us {
 		var cold *coldUnit
 		if u.shard != nil {
-			cold = &coldUnit{m: m, u: u, guardFor: guardFor}
+			cold = &coldUnit{m: m, u: u, guardFor: guardFor, warm: warm, members: members}
+			wg.Go(func() { warm.follow(runCtx, members, cold, le.RetryPeriod.Duration) })
 		}
 		wg.Go(func() {
 			if err := m.leadController(runCtx, el, leases, fence, set, u.ControllerDescriptor, built[u.Name], guards[u.Name], members, cold); err != nil {
@@ -203,11 +205,17 @@ func (m *Manager) leadController(ctx context.Context, el *election, leases *leas
 					logger.Info("Started leading the controller")
 					runCtx, cancel := context.WithCancel(leadingCtx)
 					defer cancel()
-					drain, stopWatching := drainWhenUnassigned(ctx, members, d.Name, &handedOver)
+					// A whole controller is warm on every replica; a shard
+					// is once its assignee says so.
+					var waitWarm time.Duration
+					if cold != nil {
+						waitWarm = m.waitWarm()
+					}
+					drain, stopWatching := drainWhenUnassigned(ctx, members, d.Name, &handedOver, waitWarm)
 					defer stopWatching()
 					runSet, run := set, c
 					if cold != nil {
-						unitSet, err := cold.start(runCtx)
+						unitSet, err := cold.take(runCtx)
 						if err != nil {
 							logger.Error(err, "Cannot build the shard; releasing its Lease")
 							buildFailed.Store(true)
@@ -281,25 +289,42 @@ func newBuildBackoff() *wait.Backoff {
 }
 
 // drainWhenUnassigned returns a channel closed when ctx is done (shutdown)
-// or membership assigns the controller to another replica (a handover,
-// recorded in handedOver): either way the controller drains gracefully.
-func drainWhenUnassigned(ctx context.Context, members *membership.Members, unit string, handedOver *atomic.Bool) (<-chan struct{}, func()) {
+// or membership has assigned the controller to another replica (a
+// handover, recorded in handedOver) and that replica is warm (it states
+// the unit's caches synced, or builds none ahead), or has been for
+// waitWarm: either way the controller drains gracefully.
+func drainWhenUnassigned(ctx context.Context, members *membership.Members, unit string, handedOver *atomic.Bool, waitWarm time.Duration) (<-chan struct{}, func()) {
 	drain := make(chan struct{})
 	stop := make(chan struct{})
 	changes, unsubscribe := members.Subscribe()
 	go func() {
 		defer close(drain)
 		defer unsubscribe() // a subscription per term of leading, ended with it
-		for members.Mine(unit) {
+		var unassigned <-chan time.Time
+		for {
+			switch {
+			case members.Mine(unit):
+				unassigned = nil
+			case unassigned == nil:
+				unassigned = time.After(waitWarm)
+				fallthrough
+			default:
+				if members.Ready(unit) {
+					handedOver.Store(true)
+					return
+				}
+			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-stop:
 				return
 			case <-changes:
+			case <-unassigned:
+				handedOver.Store(true)
+				return
 			}
 		}
-		handedOver.Store(true)
 	}()
 	var once sync.Once
 	return drain, func() { once.Do(func() { close(stop) }) }
@@ -363,12 +388,34 @@ func (m *Manager) joinMembers(ctx context.Context, el *election, us []unit) (*me
 	}
 }
 
-// coldUnit builds a shard unit when it leads: its controller, on informer
-// factories of its own that list and watch only its range.
+// coldUnit builds a shard unit: its controller, on informer factories of
+// its own that list and watch only its range, ahead of leading it while it
+// is assigned here (warmUnits), or when it leads.
 type coldUnit struct {
 	m        *Manager
 	u        unit
 	guardFor func(string) *leaseguard.Guard
+	warm     *warmUnits
+	members  *membership.Members
+}
+
+// take returns the unit's set for a term of leading: the one built while
+// it was assigned here, else one built now. Its stop ends the term.
+func (c *coldUnit) take(ctx context.Context) (*controllerSet, error) {
+	set := c.warm.take(c.u.Name, c.members)
+	if set == nil {
+		var err error
+		if set, err = c.start(ctx); err != nil {
+			c.warm.done(c.u.Name)
+			return nil, err
+		}
+	}
+	stop := set.stop
+	set.stop = func() {
+		stop()
+		c.warm.done(c.u.Name)
+	}
+	return set, nil
 }
 
 // start builds the unit and starts its informers; its controller waits for

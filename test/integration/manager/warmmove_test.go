@@ -1,0 +1,199 @@
+/*
+Copyright The NDSL controller-manager Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package manager
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/pkg/shard"
+	"github.com/ndsl/controller-manager/test/integration/framework"
+)
+
+// caching is a shard controller that caches the Services of its range and
+// records, each time it starts, whether its cache had synced already and
+// when it started.
+type caching struct {
+	name     string
+	informer cache.SharedIndexInformer
+	starts   *startLog
+}
+
+type start struct {
+	unit   string
+	at     time.Time
+	synced bool
+	cached int
+}
+
+type startLog struct {
+	mu     sync.Mutex
+	starts []start
+}
+
+func (l *startLog) add(s start) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.starts = append(l.starts, s)
+}
+
+func (l *startLog) all() []start {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]start(nil), l.starts...)
+}
+
+func (c *caching) Name() string    { return c.name }
+func (c *caching) HasSynced() bool { return c.informer.HasSynced() }
+func (c *caching) Run(ctx context.Context) {
+	c.starts.add(start{unit: c.name, at: time.Now(), synced: c.informer.HasSynced(), cached: len(c.informer.GetStore().ListKeys())})
+	<-ctx.Done()
+}
+
+// When a replica joins, the shards it is assigned move to it warm: it
+// builds them and syncs their caches while their holder still leads them,
+// and the holder hands them over only then, so the joiner's first term of
+// each starts with its cache full (issue 36, warm moves). Before, the
+// joiner built a shard when it took the Lease and started with nothing
+// cached.
+func TestShardsMoveWarmToAJoiningReplica(t *testing.T) {
+	ctx := context.Background()
+	leaseNS := framework.CreateNamespace(t, cp.Client)
+	const shards, namespaces, perNamespace = 4, 8, 150
+	var nss []string
+	for range namespaces {
+		ns := framework.CreateNamespace(t, cp.Client)
+		nss = append(nss, ns)
+		for i := range perNamespace {
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%d", i)},
+				Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 80}}}}
+			if _, err := cp.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	log := &startLog{}
+	registry := app.Registry{{
+		Name:      "cached",
+		ShardKeys: map[string]shard.Key{"services": shard.Namespace},
+		New: func(_ context.Context, cc app.ControllerContext) (app.Controller, error) {
+			informer := cc.InformerFactory.Core().V1().Services().Informer()
+			return &caching{name: cc.UnitName("cached"), informer: informer, starts: log}, nil
+		},
+	}}
+	start := func() *framework.Manager {
+		return framework.StartManagerWith(t, cp.Config, registry, func(o *options.Options) {
+			shortLease(leaseNS, "warm")(o)
+			o.Generic.Controllers = []string{"*"}
+			o.HA.PerController = true
+			o.HA.Shards = shards
+			o.Generic.ShutdownTimeout = time.Second
+		})
+	}
+	replicas := map[string]*framework.Manager{"a": start()}
+	var names []string
+	for i := range shards {
+		names = append(names, fmt.Sprintf("cached-%d-of-%d", i, shards))
+	}
+	framework.Eventually(t, 60*time.Second, "a leads every shard", func(context.Context) (bool, error) {
+		return len(controllersLed(t, replicas["a"])) == shards, nil
+	})
+	releases := watchReleases(t, leaseNS)
+	joined := time.Now()
+	replicas["b"] = start()
+	var ledBy map[string]string
+	framework.Eventually(t, 60*time.Second, "a and b share the shards", func(context.Context) (bool, error) {
+		var err error
+		if ledBy, err = ledByReplica(t, replicas); err != nil {
+			return false, err
+		}
+		return balanced(ledBy, names, replicas), nil
+	})
+	t.Logf("a and b lead 2 shards each %v after b started: %s", time.Since(joined).Round(time.Millisecond), loads(ledBy))
+	// Every term that began after b joined began with a full cache.
+	moved := 0
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		moved = 0
+		for _, s := range log.all() {
+			if s.at.After(joined) {
+				moved++
+			}
+		}
+		return moved >= 2, nil
+	}); err != nil {
+		t.Fatalf("%d shards started after b joined, want 2", moved)
+	}
+	for _, s := range log.all() {
+		if !s.at.After(joined) {
+			t.Logf("%s started %v before b started, its cache synced: %v (%d Services)", s.unit, joined.Sub(s.at).Round(time.Millisecond), s.synced, s.cached)
+			continue
+		}
+		t.Logf("%s started %v after b started, %v after a released its Lease; its cache synced: %v (%d Services)", s.unit,
+			s.at.Sub(joined).Round(time.Millisecond), s.at.Sub(releases.last("warm-"+s.unit)).Round(time.Millisecond), s.synced, s.cached)
+		if !s.synced {
+			t.Errorf("%s moved to b and started with its cache not synced: a cold move", s.unit)
+		}
+	}
+}
+
+// releaseLog records when each Lease of a namespace was last seen released.
+type releaseLog struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func watchReleases(t *testing.T, ns string) *releaseLog {
+	l := &releaseLog{at: map[string]time.Time{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory := informers.NewSharedInformerFactoryWithOptions(cp.Client, 0, informers.WithNamespace(ns))
+	informer := factory.Coordination().V1().Leases().Informer()
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			old, lease := oldObj.(*coordinationv1.Lease), newObj.(*coordinationv1.Lease)
+			if ptr.Deref(old.Spec.HolderIdentity, "") != "" && ptr.Deref(lease.Spec.HolderIdentity, "") == "" {
+				l.mu.Lock()
+				l.at[lease.Name] = time.Now()
+				l.mu.Unlock()
+			}
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return l
+}
+
+func (l *releaseLog) last(name string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.at[name]
+}
