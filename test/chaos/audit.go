@@ -116,13 +116,15 @@ func (e *auditEvent) isLease() bool {
 	return e.ObjectRef != nil && e.ObjectRef.Resource == "leases" && e.ObjectRef.Namespace == framework.ManagerNamespace
 }
 
-// holder is the holder identity a Lease write names; "" for a release.
+// holder is the holder identity a Lease write names; "" for a release,
+// and for a holder in parentheses: a Lease layout's tombstone of another
+// layout's Lease (pkg/layout), which nobody leads under.
 // Without the body (an audit policy that logged none), the writer.
 func (e *auditEvent) holder() string {
 	if e.RequestObject == nil {
 		return e.User.Username
 	}
-	if h := e.RequestObject.Spec.HolderIdentity; h != nil {
+	if h := e.RequestObject.Spec.HolderIdentity; h != nil && !strings.HasPrefix(*h, "(") {
 		return *h
 	}
 	return ""
@@ -313,7 +315,7 @@ func otherLayoutLeading(leases map[string]*leaseTimeline, own string, e *auditEv
 			}
 			last = w
 		}
-		if last == nil || userSlot(last.User.Username) < 0 || last.holder() == "" || strings.HasPrefix(last.holder(), "(") {
+		if last == nil || userSlot(last.User.Username) < 0 || last.holder() == "" {
 			continue
 		}
 		if age := t.Sub(last.completed()); age < leaseDuration {

@@ -269,6 +269,18 @@ func TestLayoutsJudgedByRange(t *testing.T) {
 	if got := otherLayoutLeading(leases, framework.LeaseName+"-app-1-of-2", write("app-1-of-2", in[1], 1+leaseDuration.Seconds()+3)); got != "" {
 		t.Errorf("long after: %s", got)
 	}
+	// A tombstone is no hold: its writer does not lead under it, and the
+	// replica that takes the Lease from it takes no live Lease.
+	tomb := leaseTimelines([]auditEvent{
+		leaseWrite(framework.LeaseName, a, "(fenced: layout per-controller leads)", 0),
+		leaseWrite(framework.LeaseName, b, "b", 1),
+	})[framework.LeaseName]
+	if v, _ := tomb.judge(a, at(0.5).Time); v != notHeld {
+		t.Errorf("a write under a tombstone its writer wrote: verdict %v, want not held", v)
+	}
+	if got := tomb.liveTakeovers(); len(got) > 0 {
+		t.Errorf("taking a tombstoned Lease: %v", got)
+	}
 	if outsideShard(framework.LeaseName+"-app-1-of-2", write("app-1-of-2", in[0], 1)) == "" {
 		t.Error("shard 1's write in shard 0's namespace: not caught")
 	}
