@@ -432,6 +432,14 @@ const (
 	// user's election loop reads the Lease every retry period, and its lease
 	// guard stops writes as soon as a read names another holder.
 	lateAfterTheft
+	// pastDeadline: received past the renew deadline of user's last
+	// renewal, but within its lease duration, and nobody else wrote the
+	// Lease since: no one else could lead yet. A write that succeeded so
+	// is a violation all the same (the guard promises the renew deadline);
+	// one that failed is the guard's cancellation of a write in flight that
+	// a loaded or restarting API server read only after the deadline (it
+	// answers 504: the client was gone).
+	pastDeadline
 	notHeld
 )
 
@@ -458,8 +466,15 @@ func (l *leaseTimeline) judge(user string, t time.Time) (leaseVerdict, string) {
 	// The lease guard lets a write leave only within the renew deadline of
 	// the last renewal's sending, which is before the API server received it.
 	if age := t.Sub(last.received()); age > renewDeadline {
-		return notHeld, fmt.Sprintf("its last renewal of Lease %s was received %v earlier, past the %v renew deadline", l.name,
+		why := fmt.Sprintf("its last renewal of Lease %s was received %v earlier, past the %v renew deadline", l.name,
 			age.Round(time.Millisecond), renewDeadline)
+		since := slices.ContainsFunc(l.writes, func(w *auditEvent) bool {
+			return w.User.Username != user && w.completed().After(last.completed()) && w.completed().Before(t)
+		})
+		if age < leaseDuration && !since {
+			return pastDeadline, why
+		}
+		return notHeld, why
 	}
 	// Did anyone else write the Lease after that renewal and before t?
 	i := slices.IndexFunc(l.writes, func(w *auditEvent) bool {
@@ -511,4 +526,19 @@ func (l *leaseTimeline) nextRequest(user string, r *auditEvent) *auditEvent {
 		}
 	}
 	return nil
+}
+
+// lastWrite is when user's last successful write of the Lease before t
+// completed; zero if none.
+func (l *leaseTimeline) lastWrite(user string, t time.Time) time.Time {
+	var last time.Time
+	for _, w := range l.writes {
+		if !w.completed().Before(t) {
+			break
+		}
+		if w.User.Username == user {
+			last = w.completed()
+		}
+	}
+	return last
 }

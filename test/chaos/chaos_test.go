@@ -349,6 +349,7 @@ type figures struct {
 	exits, leaseLostExits   int
 	killed, terminated      int // by kill -9, by SIGTERM (rollouts and the like)
 	inFlightAfterTheft      int
+	failedPastDeadline      int
 	leases                  int // Leases in the audit log
 	secretWrites            int // of the webhook certificate Secret
 	rolloutCreates          int // the rollout clients' requests and failures
@@ -414,18 +415,24 @@ func (f *figures) analyse(t *testing.T, w *world, events []auditEvent, exits []e
 			f.violate("write covered by no Lease", "%s (user agent %q)", e, e.UserAgent)
 			continue
 		}
+		// Of the candidates, the best verdict; on a tie, the Lease the
+		// writer wrote last.
 		verdict, why, name := notHeld, "", ""
+		var wroteLast time.Time
 		for _, n := range names {
 			lease := leases[n]
 			if lease == nil {
-				if name == "" {
-					why, name = fmt.Sprintf("Lease %s was never written", n), n
-				}
 				continue
 			}
-			if v, w := lease.judge(e.User.Username, e.received()); name == "" || v < verdict {
-				verdict, why, name = v, w, n
+			v, w := lease.judge(e.User.Username, e.received())
+			wrote := lease.lastWrite(e.User.Username, e.received())
+			if name == "" || v < verdict || v == verdict && wrote.After(wroteLast) {
+				verdict, why, name, wroteLast = v, w, n, wrote
 			}
+		}
+		if name == "" {
+			f.violate("write without the Lease", "%s: none of Leases %v was ever written", e, names)
+			continue
 		}
 		if other := otherLayoutLeading(leases, name, e); other != "" {
 			f.violate("two Lease layouts leading", "%s under Lease %s: %s", e, name, other)
@@ -434,6 +441,12 @@ func (f *figures) analyse(t *testing.T, w *world, events []auditEvent, exits []e
 			f.violate("write outside its shard", "%s under Lease %s: %s", e, name, outside)
 		}
 		switch verdict {
+		case pastDeadline:
+			if e.ok() {
+				f.violate("write without the Lease", "%s: %s", e, why)
+			} else {
+				f.failedPastDeadline++
+			}
 		case notHeld:
 			f.violate("write without the Lease", "%s: %s", e, why)
 		case lateAfterTheft:
@@ -534,11 +547,11 @@ func (f *figures) violationCount() int {
 func (f *figures) summary() string {
 	return fmt.Sprintf("figures: mode %s seed %d: %d fault steps (%s) over %v; converged %v in %v; manager writes %d (per slot %v), status writes %d; "+
 		"Lease holder changes %d (%d Leases audited); exits after Lease loss %d, other exits %d, killed by the suite %d, SIGTERM by the suite %d; "+
-		"writes in flight after a theft %d; certificate Secret writes %d; rollout clients: %d creates and %d v1 lists, %d failed; "+
+		"writes in flight after a theft %d; failed writes received past the renew deadline %d; certificate Secret writes %d; rollout clients: %d creates and %d v1 lists, %d failed; "+
 		"Lease writes skewed %d; violations %d",
 		f.mode, f.seed, f.steps, f.kinds(), f.faultPhase.Round(time.Second), f.converged, f.convergence.Round(100*time.Millisecond), f.writes, f.writesBySlot,
 		f.statusWrites, f.holderChanges, f.leases, f.leaseLostExits, f.exits-f.leaseLostExits, f.killed, f.terminated, f.inFlightAfterTheft,
-		f.secretWrites, f.rolloutCreates, f.rolloutLists, f.rolloutFailures, f.skewedWrites, f.violationCount())
+		f.failedPastDeadline, f.secretWrites, f.rolloutCreates, f.rolloutLists, f.rolloutFailures, f.skewedWrites, f.violationCount())
 }
 
 // kinds is the steps carried out per kind, in the schedule's kind order.
