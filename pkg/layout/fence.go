@@ -24,6 +24,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -309,6 +310,7 @@ func (f *Fence) flip(ctx context.Context, from string) error {
 	leases := f.cfg.Client.CoordinationV1().Leases(f.cfg.Namespace)
 	name := FenceName(f.cfg.Group)
 	var err error
+	seenVersion := ""
 	switch obj, exists, _ := f.informer.GetStore().GetByKey(f.cfg.Namespace + "/" + name); {
 	case !exists:
 		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.cfg.Namespace,
@@ -316,10 +318,23 @@ func (f *Fence) flip(ctx context.Context, from string) error {
 		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
 	default:
 		lease := obj.(*coordinationv1.Lease).DeepCopy()
+		seenVersion = lease.ResourceVersion
 		lease.Labels[Label] = f.cfg.Layout
 		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{}) // on the version seen: a conflict means another stated first
 	}
-	if err != nil {
+	switch {
+	case apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err):
+		// Stated since the version seen, maybe by this replica in an
+		// attempt cut short before its watch showed it: the watch tells.
+		_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, f.cfg.LeaseDuration, true, func(context.Context) (bool, error) {
+			obj, exists, _ := f.informer.GetStore().GetByKey(f.cfg.Namespace + "/" + name)
+			return exists && obj.(*coordinationv1.Lease).ResourceVersion != seenVersion, nil
+		})
+		if f.view().fence == f.cfg.Layout {
+			return nil
+		}
+		return fmt.Errorf("stating layout %q for the group: %w", f.cfg.Layout, err)
+	case err != nil:
 		return fmt.Errorf("stating layout %q for the group: %w", f.cfg.Layout, err)
 	}
 	klog.FromContext(ctx).Info("Stated this replica's Lease layout as the group's", "group", f.cfg.Group, "layout", f.cfg.Layout, "previous", from)

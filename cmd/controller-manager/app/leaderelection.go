@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
@@ -79,6 +80,12 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 	}
 	defer fence.Stop()
 	go fence.Run(watchCtx)
+	// The fence judges from the namespace's Leases: the election starts
+	// once they are listed, or its first try would find it refused and wait
+	// a retry period.
+	if !cache.WaitForCacheSync(ctx.Done(), fence.HasSynced) {
+		return nil
+	}
 	attempts := &electionAttempts{}
 	stopWake, _, _ := leases.watch(watchCtx, le.ResourceName, attempts.wake)
 	defer stopWake()

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 
@@ -89,6 +90,11 @@ func (m *Manager) runPerController(ctx context.Context) error {
 	}
 	defer fence.Stop()
 	go fence.Run(leaseCtx)
+	// As in the single-Lease mode: the electors start once the fence has
+	// listed the namespace's Leases.
+	if !cache.WaitForCacheSync(ctx.Done(), fence.HasSynced) {
+		return nil
+	}
 	logger.Info("Competing for one Lease per controller", "namespace", el.namespace, "identity", el.identity, "units", len(us))
 	// A controller that can no longer compete shuts the others down (they
 	// drain and release their Leases) and the process exits non-zero, to be
