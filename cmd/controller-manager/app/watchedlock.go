@@ -41,9 +41,14 @@ type watchedLock struct {
 	mine   func() bool
 }
 
+// A Lease the watch shows held by this replica is read from the API server
+// too: the lock renews and releases the object it last read, and an
+// acquisition whose answer was lost (its attempt cancelled by a release
+// wake) leaves this replica the holder of a Lease it never read; the
+// elector would renew it with nothing to update until it expired.
 func (l *watchedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	lease, synced := l.lookup()
-	if l.mine() || !synced {
+	if l.mine() || !synced || lease != nil && holder(lease) == l.Identity() {
 		return l.Interface.Get(ctx)
 	}
 	if lease == nil {
