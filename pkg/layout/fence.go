@@ -109,7 +109,7 @@ func New(cfg Config, informer cache.SharedIndexInformer) (*Fence, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	registerMetrics()
-	f := &Fence{cfg: cfg, informer: informer, group: LabelValue(cfg.Group), seen: map[string]*sighting{}}
+	f := &Fence{cfg: cfg, informer: informer, group: membership.GroupLabelValue(cfg.Group), seen: map[string]*sighting{}}
 	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    f.observe,
 		UpdateFunc: func(_, obj any) { f.observe(obj) },

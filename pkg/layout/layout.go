@@ -18,8 +18,9 @@ package layout
 
 import (
 	"fmt"
-	"hash/fnv"
 	"strings"
+
+	"github.com/ndsl/controller-manager/pkg/membership"
 )
 
 const (
@@ -56,19 +57,9 @@ func Of(perController bool, shards, keyVersion int) string {
 // FenceName is the name of the group's fence Lease.
 func FenceName(group string) string { return group + "-layout" }
 
-// LabelValue is group as a label value, which holds 63 characters.
-func LabelValue(group string) string {
-	if len(group) <= 63 {
-		return group
-	}
-	h := fnv.New64a()
-	h.Write([]byte(group))
-	return fmt.Sprintf("%.46s-%016x", group, h.Sum64())
-}
-
 // Labels are the labels of a unit Lease of group written under layout.
 func Labels(group, layout string) map[string]string {
-	return map[string]string{GroupLabel: LabelValue(group), Label: layout}
+	return map[string]string{GroupLabel: membership.GroupLabelValue(group), Label: layout}
 }
 
 // LegacyNames returns the classifier of Leases that state no layout,

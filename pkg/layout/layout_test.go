@@ -43,8 +43,8 @@ func TestLayoutNamesAreLabelValues(t *testing.T) {
 		}
 	}
 	long := strings.Repeat("g", 100)
-	if errs := validation.IsValidLabelValue(LabelValue(long)); len(errs) > 0 {
-		t.Errorf("group label value %q: %v", LabelValue(long), errs)
+	if errs := validation.IsValidLabelValue(Labels(long, Single)[GroupLabel]); len(errs) > 0 {
+		t.Errorf("group label value %q: %v", Labels(long, Single)[GroupLabel], errs)
 	}
 }
 

@@ -232,8 +232,10 @@ func LeaseName(group, identity string) string {
 	return fmt.Sprintf("%s-member-%016x", group, h.Sum64())
 }
 
-// groupValue is the label value of group (a label value holds 63 characters).
-func groupValue(group string) string {
+// GroupLabelValue is the label value of group (a label value holds 63
+// characters): of GroupLabel here, of pkg/layout's group label on unit
+// Leases.
+func GroupLabelValue(group string) string {
 	if len(group) <= 63 {
 		return group
 	}
@@ -248,7 +250,7 @@ func (m *Members) Run(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(m.cfg.Client, 0,
 		informers.WithNamespace(m.cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.LabelSelector = labels.Set{GroupLabel: groupValue(m.cfg.Group)}.String()
+			o.LabelSelector = labels.Set{GroupLabel: GroupLabelValue(m.cfg.Group)}.String()
 		}),
 		informers.WithTransform(controller.Compact))
 	informer := factory.Coordination().V1().Leases().Informer()
@@ -439,7 +441,7 @@ func (m *Members) stamp(lease *coordinationv1.Lease, now metav1.MicroTime, st st
 	for k, v := range m.cfg.Labels {
 		lease.Labels[k] = v
 	}
-	lease.Labels[GroupLabel] = groupValue(m.cfg.Group)
+	lease.Labels[GroupLabel] = GroupLabelValue(m.cfg.Group)
 	lease.Labels[controller.ManagedByLabel] = controller.ManagedByValue
 	if lease.Annotations == nil {
 		lease.Annotations = map[string]string{}

@@ -223,14 +223,7 @@ func parseUnitLease(name string) (unitLease, bool) {
 	if slices.Contains(controllerNames, rest) {
 		return unitLease{controller: rest}, true
 	}
-	if !isShardUnit(rest) {
-		return unitLease{}, false
-	}
-	unit, n, _ := strings.Cut(rest, "-of-")
-	j := strings.LastIndex(unit, "-")
-	i, _ := strconv.Atoi(unit[j+1:])
-	count, _ := strconv.Atoi(n)
-	return unitLease{controller: unit[:j], index: i, count: count}, true
+	return parseShardUnit(rest)
 }
 
 // layoutOf names the Lease layout a unit Lease belongs to.
@@ -327,14 +320,20 @@ func otherLayoutLeading(leases map[string]*leaseTimeline, own string, e *auditEv
 
 // isShardUnit says whether client names a shard unit, <controller>-<i>-of-<n>.
 func isShardUnit(client string) bool {
+	_, ok := parseShardUnit(client)
+	return ok
+}
+
+// parseShardUnit reads a shard unit's name, <controller>-<i>-of-<n>.
+func parseShardUnit(client string) (unitLease, bool) {
 	rest, n, ok := strings.Cut(client, "-of-")
-	i := strings.LastIndex(rest, "-")
-	if !ok || i < 0 || !slices.Contains(controllerNames, rest[:i]) {
-		return false
+	j := strings.LastIndex(rest, "-")
+	if !ok || j < 0 || !slices.Contains(controllerNames, rest[:j]) {
+		return unitLease{}, false
 	}
-	_, err := strconv.Atoi(rest[i+1:])
-	_, errN := strconv.Atoi(n)
-	return err == nil && errN == nil
+	i, err := strconv.Atoi(rest[j+1:])
+	count, errN := strconv.Atoi(n)
+	return unitLease{controller: rest[:j], index: i, count: count}, err == nil && errN == nil
 }
 
 // certsLease is the Lease of the one writer of the webhook certificates.

@@ -225,7 +225,7 @@ func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 		load.check(t, step.name)
 		waitLoadSettled(t, loadNS)
 		waitLeaseHeldAmong(t, step.lease, pods)
-		layouts.check(t, step.name)
+		checkLayouts(t, layouts, step.name)
 		waitAppsReady(t, ns, upgradeApps, time.Minute)
 		after := observeApps(t, ns)
 		for _, d := range before.diff(after) {

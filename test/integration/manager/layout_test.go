@@ -22,22 +22,18 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
-	"github.com/ndsl/controller-manager/pkg/layout"
+	"github.com/ndsl/controller-manager/pkg/layout/layouttest"
 	"github.com/ndsl/controller-manager/pkg/shard"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
@@ -111,68 +107,6 @@ func leadsAll(t *testing.T, m *framework.Manager, l leaseLayout) bool {
 	return true
 }
 
-// layoutWatch follows the Leases of a namespace and records every moment
-// at which unit Leases of two layouts were held at once.
-type layoutWatch struct {
-	mu       sync.Mutex
-	held     map[string]string // held unit Lease → its layout
-	overlaps []string
-}
-
-func watchLayouts(t *testing.T, ns string) *layoutWatch {
-	w := &layoutWatch{held: map[string]string{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	factory := informers.NewSharedInformerFactoryWithOptions(cp.Client, 0, informers.WithNamespace(ns))
-	informer := factory.Coordination().V1().Leases().Informer()
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    w.saw,
-		UpdateFunc: func(_, obj any) { w.saw(obj) },
-		DeleteFunc: func(obj any) {
-			if lease, ok := obj.(*coordinationv1.Lease); ok {
-				w.mu.Lock()
-				delete(w.held, lease.Name)
-				w.mu.Unlock()
-			}
-		},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	return w
-}
-
-// saw records a Lease as held by its layout, or not held: no holder, or a
-// fence's stand-in holder, in parentheses.
-func (w *layoutWatch) saw(obj any) {
-	lease, ok := obj.(*coordinationv1.Lease)
-	if !ok || lease.Labels[layout.GroupLabel] == "" || lease.Name == layout.FenceName("layouts") {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
-	if holder == "" || strings.HasPrefix(holder, "(") {
-		delete(w.held, lease.Name)
-		return
-	}
-	w.held[lease.Name] = lease.Labels[layout.Label]
-	layouts := map[string]bool{}
-	for _, l := range w.held {
-		layouts[l] = true
-	}
-	if len(layouts) > 1 {
-		w.overlaps = append(w.overlaps, fmt.Sprintf("%v", maps.Clone(w.held)))
-	}
-}
-
-func (w *layoutWatch) result() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.overlaps)
-}
-
 // A rolling update that changes the Lease layout: a replica of the new
 // layout starts beside one of the old. The old keeps leading and the new
 // acquires nothing, for longer than a lease duration; once the old replica
@@ -191,7 +125,7 @@ func TestLayoutChangeHandsOverWithoutOverlap(t *testing.T) {
 		t.Run(tc.from.name+" to "+tc.to.name, func(t *testing.T) {
 			t.Parallel()
 			ns := framework.CreateNamespace(t, cp.Client)
-			watch := watchLayouts(t, ns)
+			watch := layouttest.Start(t, cp.Client, ns, "layouts", nil)
 			old := startLayout(t, ns, tc.from)
 			framework.Eventually(t, 30*time.Second, "the old layout leads every unit", func(context.Context) (bool, error) {
 				return leadsAll(t, old, tc.from), nil
@@ -217,7 +151,7 @@ func TestLayoutChangeHandsOverWithoutOverlap(t *testing.T) {
 				return leadsAll(t, next, tc.to), nil
 			})
 			t.Logf("%s to %s: every unit led %s after the old replica was told to stop", tc.from.name, tc.to.name, time.Since(stopped).Round(time.Millisecond))
-			if overlaps := watch.result(); len(overlaps) > 0 {
+			if overlaps := watch.Overlaps(); len(overlaps) > 0 {
 				t.Errorf("Leases of two layouts held at once, %d times; first: %s", len(overlaps), overlaps[0])
 			}
 		})
