@@ -278,12 +278,43 @@ func (m *Members) Run(ctx context.Context) error {
 	for {
 		m.collect(ctx, informer.GetStore())
 		m.judge()
+		// A member is dropped the moment it expires, not up to a judge
+		// interval later: a killed replica's units move a lease duration
+		// after its last renewal, as its unit Leases expire.
+		var expiry <-chan time.Time
+		var timer clock.Timer
+		if next, ok := m.nextExpiry(); ok {
+			timer = m.cfg.Clock.NewTimer(next.Sub(m.cfg.Clock.Now()))
+			expiry = timer.C()
+		}
 		select {
 		case <-ctx.Done():
-			return nil
 		case <-ticker.C():
+		case <-expiry:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return nil
 		}
 	}
+}
+
+// nextExpiry is when the first live member other than this replica
+// expires, if one does.
+func (m *Members) nextExpiry() (time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.cfg.Clock.Now()
+	var next time.Time
+	for _, s := range m.seen {
+		at := s.changed.Add(m.cfg.LeaseDuration)
+		if s.identity != "" && at.After(now) && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	return next, !next.IsZero()
 }
 
 // renewLoop renews this replica's member Lease when due (renewIfDue),

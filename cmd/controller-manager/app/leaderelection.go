@@ -87,8 +87,7 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 		return nil
 	}
 	attempts := &electionAttempts{}
-	stopWake, _, _ := leases.watch(watchCtx, le.ResourceName, attempts.wake)
-	defer stopWake()
+	defer leases.watch(watchCtx, le.ResourceName, el.identity, attempts.wake, nil).stop()
 	lock, err := el.lock(le.ResourceName)
 	if err != nil {
 		return err

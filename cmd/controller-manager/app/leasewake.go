@@ -17,9 +17,11 @@ limitations under the License.
 package app
 
 import (
+	"bytes"
 	"context"
-	"errors"
+		"errors"
 	"sync"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,8 +39,17 @@ import (
 // standby would notice only 2 to 4.4 s later with the defaults. It therefore
 // also watches its Lease (through the one informer on the namespace's
 // Leases, leaseWatch), and when the watch shows the Lease released it ends
-// the waiting elector and starts a new one, whose first try is immediate. A Lease that expires (its holder was killed) is
-// still noticed by the elector's own tries.
+// the waiting elector and starts a new one, whose first try is immediate.
+//
+// A Lease whose holder was killed expires instead. A unit's elector would
+// notice that at its first retry after a lease duration from when it first
+// saw the last renewal: up to 2.2 retry periods late twice over. So the
+// watch also times each version held elsewhere, from its delivery, and
+// when it expires with nothing written since, wakes the elector of a unit
+// assigned here, whose lock (watchedLock) shows that version as released:
+// the new elector acquires at once, by an update that carries the
+// version's resourceVersion, so a renewal the watch has not delivered yet
+// makes it fail.
 
 // errAttemptEnded refuses a Lease write of an election attempt that was
 // ended to start a new one.
@@ -168,11 +179,65 @@ func newLeaseWatch(ctx context.Context, client kubernetes.Interface, namespace s
 	return w
 }
 
-// watch calls wake whenever the Lease name goes from held to released (no
-// holder) or is deleted, until stop. released says whether the Lease, as
-// last seen, has no holder, and lookup returns it as last seen and whether
-// the watch has synced (for watchedLock).
-func (w *leaseWatch) watch(ctx context.Context, name string, wake func()) (stop func(), released func() bool, lookup func() (*coordinationv1.Lease, bool)) {
+// watchedLease is one Lease as this replica's watch shows it.
+type watchedLease struct {
+	stop func()
+	// lookup returns the Lease as last seen, and whether the watch has
+	// synced (nil, true: there is no such Lease).
+	lookup func() (*coordinationv1.Lease, bool)
+
+	mu sync.Mutex
+	// raw is the record of the version last seen held by another replica,
+	// expires when it expires by this replica's clock: the time the watch
+	// delivered it plus its lease duration, as client-go judges a holder by
+	// when it saw the record change (a delivery is never before the write).
+	raw     []byte
+	expires time.Time
+	timer   *time.Timer
+}
+
+// released says whether the Lease, as last seen, has no holder.
+func (l *watchedLease) released() bool {
+	lease, synced := l.lookup()
+	return synced && (lease == nil || holder(lease) == "")
+}
+
+// expired says whether raw is the record of the version last seen held,
+// and that version has expired: its holder wrote nothing since for a lease
+// duration.
+func (l *watchedLease) expired(raw []byte, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.raw != nil && bytes.Equal(raw, l.raw) && !now.Before(l.expires)
+}
+
+// saw records a version delivered by the watch, and calls expire once it
+// expires unless another version comes first.
+func (l *watchedLease) saw(obj any, identity string, expire func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	l.raw, l.timer = nil, nil
+	lease, ok := obj.(*coordinationv1.Lease)
+	if !ok || holder(lease) == "" || holder(lease) == identity || lease.Spec.LeaseDurationSeconds == nil {
+		return
+	}
+	raw := leaseRecord(lease)
+	d := time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
+	l.raw, l.expires = raw, time.Now().Add(d)
+	if expire != nil {
+		l.timer = time.AfterFunc(d, expire)
+	}
+}
+
+// watch follows the Lease name through the informer until stop: it calls
+// wake whenever the Lease goes from held to released (no holder) or is
+// deleted, and expire (if not nil) once a version held by another replica
+// than identity expires with nothing written since.
+func (w *leaseWatch) watch(ctx context.Context, name, identity string, wake, expire func()) *watchedLease {
+	l := &watchedLease{}
 	reg, err := w.informer.AddEventHandler(cache.FilteringResourceEventHandler{
 		FilterFunc: func(obj any) bool {
 			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -182,23 +247,29 @@ func (w *leaseWatch) watch(ctx context.Context, name string, wake func()) (stop 
 			return ok && lease.Name == name
 		},
 		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) { l.saw(obj, identity, expire) },
 			UpdateFunc: func(oldObj, newObj any) {
+				l.saw(newObj, identity, expire)
 				if holder(oldObj) != "" && holder(newObj) == "" {
 					wake()
 				}
 			},
-			DeleteFunc: func(any) { wake() },
+			DeleteFunc: func(any) {
+				l.saw(nil, identity, nil)
+				wake()
+			},
 		},
 	})
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot watch the Lease for its release; a standby notices it at its next retry", "lease", w.namespace+"/"+name)
 	}
-	stop = func() {
+	l.stop = func() {
 		if reg != nil {
 			_ = w.informer.RemoveEventHandler(reg)
 		}
+		l.saw(nil, identity, nil)
 	}
-	lookup = func() (*coordinationv1.Lease, bool) {
+	l.lookup = func() (*coordinationv1.Lease, bool) {
 		if !w.informer.HasSynced() {
 			return nil, false
 		}
@@ -208,11 +279,7 @@ func (w *leaseWatch) watch(ctx context.Context, name string, wake func()) (stop 
 		}
 		return lease, err == nil
 	}
-	released = func() bool {
-		lease, synced := lookup()
-		return synced && (lease == nil || holder(lease) == "")
-	}
-	return stop, released, lookup
+	return l
 }
 
 func holder(obj any) string {

@@ -35,6 +35,8 @@ type memLock struct {
 	rec    *resourcelock.LeaderElectionRecord
 	writes []resourcelock.LeaderElectionRecord
 	before func()
+	// raw, if set, is the raw record Get returns.
+	raw []byte
 }
 
 func (l *memLock) Get(context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
@@ -44,6 +46,9 @@ func (l *memLock) Get(context.Context) (*resourcelock.LeaderElectionRecord, []by
 		return nil, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "leases"}, "x")
 	}
 	r := *l.rec
+	if l.raw != nil {
+		return &r, l.raw, nil
+	}
 	return &r, []byte(r.HolderIdentity + r.RenewTime.String()), nil
 }
 

@@ -143,11 +143,23 @@ func (m *Manager) leadController(ctx context.Context, el *election, leases *leas
 	attempts := &electionAttempts{}
 	mine := func() bool { return members.Mine(d.Name) }
 	watchCtx, stopWatching := context.WithCancel(ctx)
-	stopWatch, released, lookup := leases.watch(ctx, name, attempts.wake)
-	defer func() { stopWatching(); stopWatch() }()
-	// Assigned here while its Lease is free: try at once, not at the next
-	// retry. (A Lease still held is left to the running elector, which has
-	// been judging its holder all along.)
+	// Assigned here while its Lease is free or expired: try at once, not
+	// at the next retry.
+	expired := make(chan struct{}, 1)
+	watched := leases.watch(ctx, name, el.identity, attempts.wake, func() {
+		select {
+		case expired <- struct{}{}:
+		default:
+		}
+	})
+	defer func() { stopWatching(); watched.stop() }()
+	takeable := func() bool {
+		if watched.released() {
+			return true
+		}
+		lease, _ := watched.lookup()
+		return lease != nil && watched.expired(leaseRecord(lease), time.Now())
+	}
 	assignments, unsubscribe := members.Subscribe()
 	go func() {
 		defer unsubscribe()
@@ -156,9 +168,10 @@ func (m *Manager) leadController(ctx context.Context, el *election, leases *leas
 			case <-watchCtx.Done():
 				return
 			case <-assignments:
-				if mine() && released() {
-					attempts.wake()
-				}
+			case <-expired:
+			}
+			if mine() && takeable() {
+				attempts.wake()
 			}
 		}
 	}()
@@ -170,7 +183,7 @@ func (m *Manager) leadController(ctx context.Context, el *election, leases *leas
 		if err != nil {
 			return err
 		}
-		lock = &watchedLock{Interface: lock, lookup: lookup, mine: mine}
+		lock = &watchedLock{Interface: lock, lease: watched, mine: mine}
 		lock = attempts.lock(fence.Lock(lock))
 		if m.wrapLock != nil {
 			lock = m.wrapLock(lock)

@@ -19,6 +19,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,10 +36,8 @@ import (
 // go to the API server, so an acquisition updates the Lease as it is.
 type watchedLock struct {
 	resourcelock.Interface
-	// lookup returns the Lease as last watched, and whether the watch has
-	// synced (nil, true: there is no such Lease).
-	lookup func() (*coordinationv1.Lease, bool)
-	mine   func() bool
+	lease *watchedLease
+	mine  func() bool
 }
 
 // A Lease the watch shows held by this replica is read from the API server
@@ -46,18 +45,36 @@ type watchedLock struct {
 // acquisition whose answer was lost (its attempt cancelled by a release
 // wake) leaves this replica the holder of a Lease it never read; the
 // elector would renew it with nothing to update until it expired.
+//
+// A version held elsewhere that expired by the watch (watchedLease) is
+// shown released, so that a new elector takes it at once instead of
+// waiting a lease duration from its own first sight.
 func (l *watchedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
-	lease, synced := l.lookup()
+	lease, synced := l.lease.lookup()
+	var rec *resourcelock.LeaderElectionRecord
+	var raw []byte
+	var err error
 	if l.mine() || !synced || lease != nil && holder(lease) == l.Identity() {
-		return l.Interface.Get(ctx)
+		if rec, raw, err = l.Interface.Get(ctx); err != nil {
+			return rec, raw, err
+		}
+	} else {
+		if lease == nil {
+			return nil, nil, apierrors.NewNotFound(coordinationv1.Resource("leases"), l.Describe())
+		}
+		rec, raw = resourcelock.LeaseSpecToLeaderElectionRecord(&lease.Spec), leaseRecord(lease)
 	}
-	if lease == nil {
-		return nil, nil, apierrors.NewNotFound(coordinationv1.Resource("leases"), l.Describe())
-	}
-	rec := resourcelock.LeaseSpecToLeaderElectionRecord(&lease.Spec)
-	raw, err := json.Marshal(*rec)
-	if err != nil {
-		return nil, nil, err
+	if rec.HolderIdentity != "" && rec.HolderIdentity != l.Identity() && l.lease.expired(raw, time.Now()) {
+		shown := *rec
+		shown.HolderIdentity = ""
+		return &shown, raw, nil
 	}
 	return rec, raw, nil
+}
+
+// leaseRecord is the Lease's record as resourcelock.LeaseLock's Get
+// returns it raw.
+func leaseRecord(lease *coordinationv1.Lease) []byte {
+	raw, _ := json.Marshal(*resourcelock.LeaseSpecToLeaderElectionRecord(&lease.Spec))
+	return raw
 }

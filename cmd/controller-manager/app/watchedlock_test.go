@@ -17,10 +17,13 @@ limitations under the License.
 package app
 
 import (
+	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 )
@@ -43,12 +46,52 @@ func (l *countingLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRec
 func TestWatchedLockReadsAHeldLeaseFromTheAPIServer(t *testing.T) {
 	inner := &countingLock{memLock: memLock{id: "me"}}
 	watched := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("other")}}
-	l := &watchedLock{Interface: inner, lookup: func() (*coordinationv1.Lease, bool) { return watched, true }, mine: func() bool { return false }}
+	l := &watchedLock{Interface: inner, lease: &watchedLease{lookup: func() (*coordinationv1.Lease, bool) { return watched, true }}, mine: func() bool { return false }}
 	if _, _, err := l.Get(context.Background()); err != nil || inner.reads != 0 {
 		t.Fatalf("a Lease held elsewhere: %d reads of the API server (err %v), want 0", inner.reads, err)
 	}
 	watched.Spec.HolderIdentity = ptr.To("me")
 	if _, _, _ = l.Get(context.Background()); inner.reads != 1 {
 		t.Errorf("a Lease the watch shows held here: %d reads of the API server, want 1", inner.reads)
+	}
+}
+
+// A version held elsewhere that the watch delivered a lease duration ago,
+// with nothing written since, is shown released, so that a new elector
+// takes it at once; a renewal since (another record) is shown as it is.
+func TestWatchedLockShowsAnExpiredVersionReleased(t *testing.T) {
+	renewed := metav1.NewMicroTime(time.Now().Add(-time.Minute))
+	watched := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("dead"),
+		LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &renewed, AcquireTime: &renewed}}
+	lease := &watchedLease{lookup: func() (*coordinationv1.Lease, bool) { return watched, true }}
+	lease.saw(watched, "me", nil)
+	inner := &memLock{id: "me", rec: resourcelock.LeaseSpecToLeaderElectionRecord(&watched.Spec)}
+	raw := leaseRecord(watched)
+	inner.raw = raw
+	l := &watchedLock{Interface: inner, lease: lease, mine: func() bool { return true }}
+
+	if rec, _, err := l.Get(context.Background()); err != nil || rec.HolderIdentity != "dead" {
+		t.Fatalf("a version delivered just now: holder %q (err %v), want dead", rec.HolderIdentity, err)
+	}
+	lease.mu.Lock()
+	lease.expires = time.Now().Add(-time.Millisecond) // delivered a lease duration ago
+	lease.mu.Unlock()
+	rec, gotRaw, err := l.Get(context.Background())
+	if err != nil || rec.HolderIdentity != "" || !bytes.Equal(gotRaw, raw) {
+		t.Fatalf("an expired version: holder %q (err %v), want it shown released with its record", rec.HolderIdentity, err)
+	}
+	if inner.rec.HolderIdentity != "dead" {
+		t.Fatalf("showing a version released changed the Lease")
+	}
+	// The API server has a renewal the watch has not delivered yet.
+	inner.raw = append([]byte("renewed since "), raw...)
+	if rec, _, _ := l.Get(context.Background()); rec.HolderIdentity != "dead" {
+		t.Errorf("a renewal the watch has not delivered: holder %q, want dead", rec.HolderIdentity)
+	}
+	// Read from the watch (assigned elsewhere), the same.
+	inner.raw = raw
+	l.mine = func() bool { return false }
+	if rec, _, _ := l.Get(context.Background()); rec.HolderIdentity != "" {
+		t.Errorf("an expired version read from the watch: holder %q, want it shown released", rec.HolderIdentity)
 	}
 }
