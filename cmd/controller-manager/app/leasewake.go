@@ -19,7 +19,7 @@ package app
 import (
 	"bytes"
 	"context"
-		"errors"
+	"errors"
 	"sync"
 	"time"
 
