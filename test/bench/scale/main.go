@@ -133,6 +133,8 @@ type config struct {
 	noiseObjects, noisyApps                   int
 	shardsReplicas                            []int
 	shardsApps, shardsNamespaces              int
+	shardsLeaseTraffic                        int
+	shardsLeaseWindow                         time.Duration
 
 	maxLoad, maxOthers                        float64
 	loadWait                                  time.Duration
@@ -163,8 +165,10 @@ func main() {
 	flag.Float64Var(&cfg.profileScale, "profile-scale", 0.25, "The profile scenario converges this share of --apps, --pipelines and --services again with the manager in this process, under a CPU profile.")
 	flag.IntVar(&cfg.noiseObjects, "noise-objects", 50000, "Objects the manager does not manage in the noisy scenario: Deployments of 0 replicas, headless Services without selector, Pods no scheduler takes, ConfigMaps, a quarter each.")
 	flag.IntVar(&cfg.noisyApps, "noisy-apps", 500, "Apps converged by a fresh manager without, then with, the noise in the noisy scenario.")
-	flag.StringVar(&shardsReplicas, "shards-replicas", "1,2,4", "Replica counts of the shards scenario: for each N, N replicas with --shards=N converge --shards-apps Apps, then one more joins and one is killed.")
-	flag.IntVar(&cfg.shardsApps, "shards-apps", 400, "Apps (0 pods, with Service and Ingress: 4 cached objects each) in the shards scenario, for each N; the default keeps it near 8 minutes on 2 cores, where each replica's RSS is mostly its constant. 10000 reaches 40,000 cached objects, where the 1/N share shows, and takes about half an hour.")
+	flag.StringVar(&shardsReplicas, "shards-replicas", "1,2,4", "Replica counts of the shards scenario: for each N, N replicas with --shards=S (S the largest N) converge --shards-apps Apps; then one more joins, the busiest leaves (SIGTERM), the next busiest is killed (kill -9), and the rest roll to --shards=S/2.")
+	flag.IntVar(&cfg.shardsApps, "shards-apps", 3000, "Apps (0 pods, with Service and Ingress: 4 cached objects each) in the shards scenario, for each N: 3000 reach 12,000 cached objects. 10000 reach 40,000, where the 1/N share shows more, and take about half an hour.")
+	flag.IntVar(&cfg.shardsLeaseTraffic, "shards-lease-traffic", 64, "Shards of the shards scenario's Lease traffic measurement: 3 replicas with --shards=N, no Apps, their Lease requests per second over --shards-lease-window; 0 skips it.")
+	flag.DurationVar(&cfg.shardsLeaseWindow, "shards-lease-window", 10*time.Minute, "The Lease traffic measurement's window.")
 	flag.IntVar(&cfg.shardsNamespaces, "shards-namespaces", 128, "Namespaces the shards scenario spreads its Apps over (random names, as many in each shard's hash range).")
 	flag.StringVar(&cfg.binDir, "bin-dir", "", "Control plane binaries (default: $"+controlplane.BinDirEnv+", else hack/bin).")
 	flag.StringVar(&cfg.artifacts, "artifacts", "_output/bench", "Directory for the managers' logs and the control plane's state and logs (replaced at start).")
@@ -297,6 +301,9 @@ func (c *config) validate() error {
 	}
 	if c.peerRounds < 1 {
 		return errors.New("--peer-rounds must be positive")
+	}
+	if c.shardsLeaseTraffic < 0 || c.shardsLeaseTraffic > 64 || c.shardsLeaseWindow <= 0 {
+		return errors.New("--shards-lease-traffic must be from 0 to 64 and --shards-lease-window positive")
 	}
 	if c.shardsApps < 1 || c.shardsNamespaces < 1 {
 		return errors.New("--shards-apps and --shards-namespaces must be positive")

@@ -85,9 +85,10 @@ func startBinaryManager(ctx context.Context, l *e2eframework.Launcher, name stri
 	return &binaryManager{p: p}, nil
 }
 
-func (m *binaryManager) Name() string { return m.p.Name }
-func (m *binaryManager) Base() string { return m.p.URL }
-func (m *binaryManager) PID() int     { return m.p.Pid() }
+func (m *binaryManager) Name() string    { return m.p.Name }
+func (m *binaryManager) Base() string    { return m.p.URL }
+func (m *binaryManager) PID() int        { return m.p.Pid() }
+func (m *binaryManager) LogPath() string { return m.p.LogPath }
 
 func (m *binaryManager) Counters(ctx context.Context) (managerCounters, error) {
 	ms, err := scrape(ctx, m.Base())

@@ -439,7 +439,8 @@ func buildTable(res *results) ([]row, []verdict) {
 		rows = append(rows, spreadRow(s))
 	}
 	if s := res.shards; s != nil {
-		rows = append(rows, shardsRows(s)...)
+		r, v := shardsRows(s)
+		rows, verdicts = append(rows, r...), append(verdicts, v...)
 	}
 	if n := res.noisy; n != nil {
 		r, v := noisyRow(n)

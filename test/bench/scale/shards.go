@@ -44,9 +44,10 @@ const scenarioNameShards = "shards"
 // shardsLeaseNamespace holds the shard and member Leases of every run.
 const shardsLeaseNamespace = "bench-shards"
 
-// shardsRun is one N: N replicas with --shards=N.
+// shardsRun is one N: N replicas with --shards=S, S the largest N, so
+// that a join moves units.
 type shardsRun struct {
-	replicas, apps, namespaces int
+	replicas, shards, apps, namespaces int
 	// perShard is how many Apps each shard's range holds.
 	perShard []int
 	// cachedObjects is, cluster-wide, what a manager of every controller
@@ -64,34 +65,53 @@ type shardsRun struct {
 	// peakRSS and rss are each replica's VmHWM and VmRSS once idle after
 	// convergence.
 	peakRSS, rss []float64
-	// joined is from the extra replica's start to every unit led by its
-	// assignee again; moved are the units that changed leader.
-	joined time.Duration
-	moved  int
-	// victim was killed with SIGKILL leading orphaned units; reled is from
-	// the kill to every unit led by a survivor.
-	victim   string
-	orphaned int
-	reled    time.Duration
+	// join, leave, kill and layout are the four moves.
+	join, leave, kill, layout shardsMove
+}
+
+// shardsMove is one move of units between replicas: settled is from its
+// cause (a start, SIGTERM, kill -9, the first SIGTERM of the roll) to every
+// unit led by its assignee again; each moved unit's handover runs from its
+// release (for kill -9: the kill; for a layout change: the old layout's
+// last release) to its first reconcile on the receiver, by the managers'
+// own clocks.
+type shardsMove struct {
+	what      string
+	settled   time.Duration
+	moved     int
+	handovers []time.Duration
+	missing   []string
+}
+
+func (m shardsMove) String() string {
+	return fmt.Sprintf("%s: every unit led by its assignee after %s, %d moved, release → first reconcile %s",
+		m.what, secs(m.settled), m.moved, spanOf(m.handovers, m.missing))
 }
 
 // shardsResult is scenario 12.
 type shardsResult struct {
 	lease, renew, retry time.Duration
 	runs                []shardsRun
+	traffic             *leaseTraffic
 }
 
 // scenarioShards runs shardsOnce for each N of --shards-replicas, each on
-// a namespace set of its own, deleted before the next.
+// a namespace set of its own, deleted before the next, then the Lease
+// traffic of --shards-lease-traffic shards.
 func scenarioShards(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher) (shardsResult, error) {
 	res := shardsResult{lease: cfg.leaseDuration, renew: cfg.renewDeadline, retry: cfg.retryPeriod}
 	if err := c.createNamespace(ctx, shardsLeaseNamespace); err != nil {
 		return res, err
 	}
+	history, err := watchLeaseHistory(ctx, c, shardsLeaseNamespace)
+	if err != nil {
+		return res, err
+	}
+	shards := slices.Max(cfg.shardsReplicas)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 24))
 	for _, n := range cfg.shardsReplicas {
-		namespaces := balancedNamespaces(rng, cfg.shardsNamespaces, n)
-		run, err := shardsOnce(ctx, c, cfg, l, n, namespaces)
+		namespaces := balancedNamespaces(rng, cfg.shardsNamespaces, shards)
+		run, err := shardsOnce(ctx, c, cfg, l, history, n, shards, namespaces)
 		// The namespaces go whatever happened, or the next N would cache them.
 		if derr := deleteNamespaces(ctx, c, namespaces, cfg.cleanupTimeout); err == nil {
 			err = derr
@@ -101,14 +121,37 @@ func scenarioShards(ctx context.Context, c *cluster, cfg config, l *e2eframework
 		}
 		res.runs = append(res.runs, run)
 	}
+	if cfg.shardsLeaseTraffic > 0 {
+		t, err := measureLeaseTraffic(ctx, c, cfg, l, history)
+		if err != nil {
+			return res, fmt.Errorf("Lease traffic at %d shards: %w", cfg.shardsLeaseTraffic, err)
+		}
+		res.traffic = &t
+	}
 	return res, nil
 }
 
-// shardsOnce measures N replicas with --shards=N: the units spread, the
-// Apps converged, each replica's memory, a join and a kill -9.
-func shardsOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher, n int, namespaces []string) (shardsRun, error) {
+// shardsArgs are the flags of a shards replica: the App controller alone,
+// --shards=shards, the scenario's Lease timing, unit Leases named after
+// group.
+func shardsArgs(cfg config, shards int, group string) []string {
+	return append([]string{
+		"--leader-elect=true", "--leader-elect-per-controller", fmt.Sprintf("--shards=%d", shards),
+		"--controllers=" + appcontroller.ControllerName,
+		"--leader-elect-resource-namespace=" + shardsLeaseNamespace,
+		"--leader-elect-resource-name=" + group,
+		"--leader-elect-lease-duration=" + cfg.leaseDuration.String(),
+		"--leader-elect-renew-deadline=" + cfg.renewDeadline.String(),
+		"--leader-elect-retry-period=" + cfg.retryPeriod.String(),
+	}, cfg.managerArgs...)
+}
+
+// shardsOnce measures N replicas with --shards=S: the units spread, the
+// Apps converged, each replica's memory, then a join, a SIGTERM, a kill -9
+// and a rolling change to --shards=S/2 (or 2, from 1).
+func shardsOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher, history *leaseHistory, n, shards int, namespaces []string) (shardsRun, error) {
 	logger := klog.FromContext(ctx)
-	run := shardsRun{replicas: n, apps: cfg.shardsApps, namespaces: len(namespaces), perShard: appsPerShard(namespaces, cfg.shardsApps, n)}
+	run := shardsRun{replicas: n, shards: shards, apps: cfg.shardsApps, namespaces: len(namespaces), perShard: appsPerShard(namespaces, cfg.shardsApps, shards)}
 	phase := fmt.Sprintf("shards-%d-%d", n, time.Now().Unix())
 	if err := parallel(ctx, len(namespaces), cfg.concurrency, func(ctx context.Context, i int) error {
 		_, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
@@ -118,15 +161,7 @@ func shardsOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Lau
 		return run, fmt.Errorf("creating the namespaces: %w", err)
 	}
 
-	args := append([]string{
-		"--leader-elect=true", "--leader-elect-per-controller", fmt.Sprintf("--shards=%d", n),
-		"--controllers=" + appcontroller.ControllerName,
-		"--leader-elect-resource-namespace=" + shardsLeaseNamespace,
-		"--leader-elect-resource-name=" + phase,
-		"--leader-elect-lease-duration=" + cfg.leaseDuration.String(),
-		"--leader-elect-renew-deadline=" + cfg.renewDeadline.String(),
-		"--leader-elect-retry-period=" + cfg.retryPeriod.String(),
-	}, cfg.managerArgs...)
+	args := shardsArgs(cfg, shards, phase)
 	var replicas []*binaryManager
 	defer func() {
 		for _, m := range replicas {
@@ -134,18 +169,25 @@ func shardsOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Lau
 		}
 	}()
 	begin := time.Now()
-	for i := range n {
-		m, err := startBinaryManager(ctx, l, fmt.Sprintf("shards%d-%d", n, i+1), args...)
-		if err != nil {
+	started := 0
+	start := func(args []string) (*binaryManager, error) {
+		started++
+		m, err := startBinaryManager(ctx, l, fmt.Sprintf("shards%d-%d", n, started), args...)
+		if err == nil {
+			replicas = append(replicas, m)
+		}
+		return m, err
+	}
+	for range n {
+		if _, err := start(args); err != nil {
 			return run, err
 		}
-		replicas = append(replicas, m)
 	}
 	if _, err := waitUnitsSettled(ctx, replicas, nil, 5*time.Minute); err != nil {
 		return run, err
 	}
 	run.led = time.Since(begin)
-	logger.Info("Shards: every unit led by its assignee", "replicas", n, "after", run.led)
+	logger.Info("Shards: every unit led by its assignee", "replicas", n, "shards", shards, "after", run.led)
 
 	// Convergence: every App's status observed with all its children.
 	watchCtx, stopWatch := context.WithCancel(ctx)
@@ -156,7 +198,7 @@ func shardsOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Lau
 		return run, err
 	}
 	writes0 := totalWrites(ctx, replicas)
-	start := time.Now()
+	created := time.Now()
 	if err := parallel(ctx, cfg.shardsApps, cfg.concurrency, func(ctx context.Context, i int) error {
 		app := newApp(i, 0) // no pods: the figure is the manager's, not kwok's
 		app.Labels = map[string]string{benchLabel: phase}
@@ -169,7 +211,7 @@ func shardsOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Lau
 		done, _ := t.counts()
 		return run, fmt.Errorf("%d of %d Apps converged within %s: %w", done, cfg.shardsApps, cfg.phaseTimeout, err)
 	}
-	run.converged = time.Since(start)
+	run.converged = time.Since(created)
 	run.writes = totalWrites(ctx, replicas) - writes0
 	stopWatch()
 	logger.Info("Shards: Apps converged", "replicas", n, "apps", cfg.shardsApps, "elapsed", run.converged.Round(time.Millisecond),
@@ -195,51 +237,118 @@ func shardsOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Lau
 		return run, err
 	}
 	joined := time.Now()
-	m, err := startBinaryManager(ctx, l, fmt.Sprintf("shards%d-%d", n, n+1), args...)
+	joiner, err := start(args)
 	if err != nil {
 		return run, err
 	}
-	replicas = append(replicas, m)
-	after, err := waitUnitsSettled(ctx, replicas, nil, 5*time.Minute)
-	if err != nil {
-		return run, fmt.Errorf("after %s joined: %w", m.Name(), err)
+	if run.join, before, err = timeMove(ctx, "join", phase, history, replicas, nil, before, joined, nil); err != nil {
+		return run, fmt.Errorf("after %s joined: %w", joiner.Name(), err)
 	}
-	run.joined = time.Since(joined)
-	for unit, r := range after {
-		if before[unit] != r {
-			run.moved++
-		}
-	}
-	logger.Info("Shards: a replica joined", "replicas", n, "joiner", m.Name(), "settledAfter", run.joined, "moved", run.moved)
 
-	// Kill -9 of the replica leading most units (the first on a tie).
-	counts := map[string]int{}
-	for _, r := range after {
-		counts[r]++
+	// Leave: SIGTERM of the replica leading most units; it hands them over
+	// as it drains.
+	leaver := busiest(replicas, before)
+	termed := time.Now()
+	if _, err := leaver.Terminate(time.Minute); err != nil {
+		return run, fmt.Errorf("SIGTERM of %s: %w", leaver.Name(), err)
 	}
-	var victim *binaryManager
-	for _, r := range replicas {
-		if victim == nil || counts[r.Name()] > counts[victim.Name()] {
-			victim = r
-		}
+	replicas = slices.DeleteFunc(replicas, func(m *binaryManager) bool { return m == leaver })
+	if run.leave, before, err = timeMove(ctx, "leave", phase, history, replicas, nil, before, termed, nil); err != nil {
+		return run, fmt.Errorf("after SIGTERM of %s: %w", leaver.Name(), err)
 	}
-	run.victim, run.orphaned = victim.Name(), counts[victim.Name()]
+
+	// Kill -9 of the replica leading most units: its Leases expire.
+	victim := busiest(replicas, before)
 	killed := time.Now()
 	victim.Kill()
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, cfg.leaseDuration+5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		views, err := readViews(ctx, replicas, victim)
-		if err != nil {
-			return false, err
-		}
-		_, ok := unitsLed(views)
-		return ok, nil
-	}); err != nil {
-		return run, fmt.Errorf("after kill -9 of %s: waiting for every unit to be led: %w", victim.Name(), err)
+	if run.kill, before, err = timeMove(ctx, "kill -9", phase, history, replicas, victim, before, killed, func(string) time.Time { return killed }); err != nil {
+		return run, fmt.Errorf("after kill -9 of %s: %w", victim.Name(), err)
 	}
-	run.reled = time.Since(killed)
-	logger.Info("Shards: every unit led again after kill -9", "replicas", n, "victim", victim.Name(), "orphaned", run.orphaned, "after", run.reled)
+	replicas = slices.DeleteFunc(replicas, func(m *binaryManager) bool { return m == victim })
+
+	// A layout change: every replica rolled, one at a time, to half the
+	// shards; the new layout leads once the old one's last replica is gone.
+	to := max(shards/2, 2)
+	if to == shards {
+		to = 1
+	}
+	newArgs := shardsArgs(cfg, to, phase)
+	rolled := time.Now()
+	old := slices.Clone(replicas)
+	for _, m := range old {
+		if _, err := m.Terminate(time.Minute); err != nil {
+			return run, fmt.Errorf("rolling %s: %w", m.Name(), err)
+		}
+		replicas = slices.DeleteFunc(replicas, func(r *binaryManager) bool { return r == m })
+		if _, err := start(newArgs); err != nil {
+			return run, err
+		}
+	}
+	lastRelease := func(string) time.Time {
+		var last time.Time
+		for unit := range before {
+			if at := history.released(unitLease(phase, unit), rolled); at.After(last) {
+				last = at
+			}
+		}
+		return last
+	}
+	if run.layout, _, err = timeMove(ctx, fmt.Sprintf("--shards=%d → %d", shards, to), phase, history, replicas, nil, nil, rolled, lastRelease); err != nil {
+		return run, fmt.Errorf("after the roll to --shards=%d: %w", to, err)
+	}
 	return run, nil
 }
+
+// timeMove waits until every unit is led by its assignee among replicas
+// (but skip), and times the units whose leader changed from before (all,
+// if before is nil) since cause. from gives each unit's start point; nil:
+// its Lease's release. It returns the move and who leads what now.
+func timeMove(ctx context.Context, what, group string, history *leaseHistory, replicas []*binaryManager, skip *binaryManager,
+	before map[string]string, cause time.Time, from func(unit string) time.Time) (shardsMove, map[string]string, error) {
+	move := shardsMove{what: what}
+	after, err := waitUnitsSettled(ctx, replicas, skip, 5*time.Minute)
+	if err != nil {
+		return move, nil, err
+	}
+	move.settled = time.Since(cause)
+	logs := map[string]string{}
+	for _, m := range replicas {
+		logs[m.Name()] = m.LogPath()
+	}
+	moved := map[string]string{}
+	for unit, r := range after {
+		if before[unit] != r {
+			moved[unit] = logs[r]
+		}
+	}
+	if from == nil {
+		from = func(unit string) time.Time { return history.released(unitLease(group, unit), cause) }
+	}
+	move.moved = len(moved)
+	if move.handovers, move.missing, err = handoverTimes(moved, cause, from); err != nil {
+		return move, nil, err
+	}
+	klog.FromContext(ctx).Info("Shards: units moved", "move", move.String())
+	return move, after, nil
+}
+
+// busiest is the replica leading most units in led, the first on a tie.
+func busiest(replicas []*binaryManager, led map[string]string) *binaryManager {
+	counts := map[string]int{}
+	for _, r := range led {
+		counts[r]++
+	}
+	var out *binaryManager
+	for _, r := range replicas {
+		if out == nil || counts[r.Name()] > counts[out.Name()] {
+			out = r
+		}
+	}
+	return out
+}
+
+// unitLease is the Lease of unit in group (the manager's controllerLease).
+func unitLease(group, unit string) string { return group + "-" + unit }
 
 // balancedNamespaces returns count namespace names, random 8-hex-digit
 // prefixes, drawn until each of the shards ranges of the namespace hash
@@ -510,9 +619,11 @@ func mibs(xs []float64) string {
 }
 
 // shardsRows are scenario 12's rows, one per N, each set beside the first
-// run's (N = 1, if it ran) and timebertt's published figures.
-func shardsRows(s *shardsResult) []row {
+// run's (N = 1, if it ran) and timebertt's published figures, and the Lease
+// traffic's; and issue 36's verdicts.
+func shardsRows(s *shardsResult) ([]row, []verdict) {
 	var rows []row
+	var verdicts []verdict
 	var onePeak float64
 	for _, r := range s.runs {
 		peakMax, peakMean := maxMean(r.peakRSS)
@@ -522,12 +633,26 @@ func shardsRows(s *shardsResult) []row {
 		}
 		ratio := "—"
 		if onePeak > 0 && r.replicas > 1 {
-			ratio = fmt.Sprintf("peak per replica / 1 replica's: max %.0f%%, mean %.0f%% (goal: about 1/%d plus a constant)",
-				100*peakMax/onePeak, 100*peakMean/onePeak, r.replicas)
+			bound := onePeak/float64(r.replicas) + 25<<20
+			ratio = fmt.Sprintf("peak per replica / 1 replica's: max %.0f%%, mean %.0f%% (target: 1 replica's / %d + 25 MiB = %s)",
+				100*peakMax/onePeak, 100*peakMean/onePeak, r.replicas, mib(bound))
+			verdicts = append(verdicts, verdict{fmt.Sprintf("Shards: each of %d replicas peaks ≤ 1 replica's / %d + 25 MiB (%d cached objects)", r.replicas, r.replicas, r.cachedObjects),
+				peakMax <= bound, fmt.Sprintf("%s (max of %s) against %s", mib(peakMax), mibs(r.peakRSS), mib(bound))})
 		}
+		var slowest time.Duration
+		for _, m := range []shardsMove{r.join, r.leave, r.layout} {
+			if n := len(m.handovers); n > 0 {
+				slowest = max(slowest, m.handovers[n-1])
+			}
+		}
+		verdicts = append(verdicts,
+			verdict{fmt.Sprintf("Shards, %d replica(s): a moved unit's release → its first reconcile on the receiver ≤ 0.5 s (join, leave, layout change)", r.replicas),
+				slowest <= 500*time.Millisecond && len(r.join.missing)+len(r.leave.missing)+len(r.layout.missing) == 0, millis(slowest)},
+			verdict{fmt.Sprintf("Shards, %d replica(s): kill -9 of a holder, every unit led again ≤ lease duration + 1 s", r.replicas),
+				r.kill.settled <= s.lease+time.Second, secs(r.kill.settled)})
 		rows = append(rows, row{
 			number:   fmt.Sprintf("12.%d", r.replicas),
-			scenario: fmt.Sprintf("Shards: %d replica(s) with --shards=%d, App controller only; a join, then kill -9", r.replicas, r.replicas),
+			scenario: fmt.Sprintf("Shards: %d replica(s) with --shards=%d, App controller only; a join, a leave, a kill -9, a layout change", r.replicas, r.shards),
 			size: fmt.Sprintf("%d Apps (0 pods, Service + Ingress) in %d namespaces, per shard %s; %d cached objects cluster-wide; lease %s, renew %s, retry %s",
 				r.apps, r.namespaces, joinInts(r.perShard), r.cachedObjects, s.lease, s.renew, s.retry),
 			raw: fmt.Sprintf("every unit led by its assignee %s after the first start", secs(r.led)),
@@ -535,12 +660,25 @@ func shardsRows(s *shardsResult) []row {
 				secs(r.converged), float64(r.apps)/r.converged.Seconds(), mib(peakMax), mib(peakMean), mib(rssMax), mib(rssMean), mibs(r.peakRSS)),
 			ratio:  ratio,
 			writes: fmt.Sprintf("%.2f writes per App until convergence, all replicas, Lease renewals included", r.writes/float64(r.apps)),
-			where: fmt.Sprintf("join of a replica: every unit led by its assignee again after %s, %d of %d units moved; kill -9 of %s (leading %d): every unit led again after %s; "+
-				"timebertt/kubernetes-controller-sharding published 3 shards at 87–115 MiB each vs 1 replica peaking at 278 MiB, capacity near-linear up to 5 replicas (a central sharder and a labelling webhook); here %d replica(s) peak at %s max",
-				secs(r.joined), r.moved, r.replicas, r.victim, r.orphaned, secs(r.reled), r.replicas, mib(peakMax)),
+			where: fmt.Sprintf("%s; %s; %s; %s. timebertt/kubernetes-controller-sharding published 3 shards at 87–115 MiB each vs 1 replica peaking at 278 MiB (a central sharder and a labelling webhook); here %d replica(s) peak at %s max",
+				r.join, r.leave, r.kill, r.layout, r.replicas, mib(peakMax)),
 		})
 	}
-	return rows
+	if t := s.traffic; t != nil {
+		rows = append(rows, row{
+			number:   "12.L",
+			scenario: fmt.Sprintf("Shards: Lease traffic of %d replicas with --shards=%d, no Apps", leaseTrafficReplicas, t.shards),
+			size:     fmt.Sprintf("%d unit Leases and %d member Leases; window %s; lease %s, renew %s, retry %s", t.shards, leaseTrafficReplicas, t.window, s.lease, s.renew, s.retry),
+			raw:      fmt.Sprintf("every unit led by its assignee %s after the first start", secs(t.led)),
+			manager:  "Lease requests beyond the control plane's own: " + t.rates(),
+			ratio:    "—",
+			writes:   fmt.Sprintf("%.1f Lease writes/s seen by a watch of the namespace", t.writesSeen),
+			where:    fmt.Sprintf("%d holder changes in the window (each a lost renewal)", t.holderChanges),
+		})
+		verdicts = append(verdicts, verdict{fmt.Sprintf("Shards: %d replicas with --shards=%d hold every Lease for %s, no renewal lost", leaseTrafficReplicas, t.shards, t.window),
+			t.holderChanges == 0, fmt.Sprintf("%d holder changes; %s", t.holderChanges, t.rates())})
+	}
+	return rows, verdicts
 }
 
 func joinInts(xs []int) string {
