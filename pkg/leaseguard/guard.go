@@ -54,7 +54,10 @@ limitations under the License.
 //	  Guard for the same reason, and outside watchedLock so that it sees
 //	  what the elector sees)
 //	→ watchedLock (per-controller mode only: reads a Lease assigned
-//	  elsewhere from its watch, not the API server; writes pass)
+//	  elsewhere from its watch, not the API server, and shows a version
+//	  held elsewhere as released once it has been unchanged for its
+//	  LeaseDurationSeconds since the watch delivered it, which is the
+//	  invariant's "seen unchanged"; writes pass)
 //	→ retryingRelease → client-go's LeaseLock.
 package leaseguard
 
