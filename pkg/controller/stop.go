@@ -33,9 +33,11 @@ func WithGracefulStop(ctx context.Context, stop <-chan struct{}) context.Context
 	return context.WithValue(ctx, gracefulStopKey{}, stop)
 }
 
-// gracefulStop returns the channel set by WithGracefulStop; nil (never
-// closed) when there is none.
-func gracefulStop(ctx context.Context) <-chan struct{} {
+// GracefulStop returns the channel set by WithGracefulStop; nil (never
+// closed) when there is none. A controller whose Run does not drain a
+// Worker returns once it is closed, or its unit is handed over only at
+// the shutdown timeout.
+func GracefulStop(ctx context.Context) <-chan struct{} {
 	stop, _ := ctx.Value(gracefulStopKey{}).(<-chan struct{})
 	return stop
 }

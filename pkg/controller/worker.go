@@ -96,7 +96,7 @@ func (w *Worker) Run(ctx context.Context, workers int) {
 	select {
 	case <-ctx.Done():
 		logger.Info("Stopping workers now, cancelling reconciles in flight")
-	case <-gracefulStop(ctx):
+	case <-GracefulStop(ctx):
 		logger.Info("Stopping workers, waiting for reconciles in flight")
 	}
 	w.Queue.ShutDown()
@@ -199,7 +199,7 @@ func (w *Worker) stopping(ctx context.Context) bool {
 	select {
 	case <-ctx.Done():
 		return true
-	case <-gracefulStop(ctx):
+	case <-GracefulStop(ctx):
 		return true
 	default:
 		return false

@@ -105,6 +105,8 @@ type Members struct {
 	subs            []chan struct{}
 	// offer wakes Run to state a new offer at once, not at the next tick.
 	offer chan struct{}
+	// writing is held by a renewal and by Leave for their writes.
+	writing sync.Mutex
 }
 
 // sighting is a member Lease as this replica last saw it, and when (on this
@@ -181,13 +183,14 @@ func (m *Members) SetWarm(unit string, warm bool) {
 
 // Ready says whether the unit's assignee can take it over at once: it
 // states the unit warm, or it states no warm units at all (a replica of
-// an earlier version, which builds a unit when it takes it).
+// an earlier version, which builds a unit when it takes it), or there is
+// none.
 func (m *Members) Ready(unit string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	owner := m.assigned[unit]
-	if owner == m.cfg.Identity {
-		return true
+	if owner == m.cfg.Identity || owner == "" {
+		return true // nobody else to wait for (the last replica leaving)
 	}
 	for _, s := range m.seen {
 		if s.identity == owner {
@@ -380,8 +383,13 @@ func (m *Members) Subscribe() (<-chan struct{}, func()) {
 
 // Leave stops this replica's announcement and deletes its member Lease, so
 // that the others take its units as soon as it releases them, not a lease
-// duration later. Run's ctx should be done or ending.
+// duration later. Run may go on, so that this replica sees its units'
+// new assignees state them warm (Ready) before it hands them over; it
+// writes nothing more.
 func (m *Members) Leave(ctx context.Context) error {
+	// A renewal in flight would create the Lease again after the delete.
+	m.writing.Lock()
+	defer m.writing.Unlock()
 	m.mu.Lock()
 	m.leaving = true
 	written := m.written
@@ -415,6 +423,8 @@ func (m *Members) renewIfDue(ctx context.Context) (bool, error) {
 // renew writes this replica's member Lease: its units and a new renewTime,
 // so that its resourceVersion changes (what the others judge it by).
 func (m *Members) renew(ctx context.Context) error {
+	m.writing.Lock()
+	defer m.writing.Unlock()
 	m.mu.Lock()
 	written, leaving := m.written, m.leaving
 	st := stated{offered: sortedKeys(m.offered), holding: sortedKeys(m.holding), warm: sortedKeys(m.warm)}

@@ -307,11 +307,12 @@ func newBuildBackoff() *wait.Backoff {
 	return &wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 2 * time.Minute}
 }
 
-// drainWhenUnassigned returns a channel closed when ctx is done (shutdown)
-// or membership has assigned the controller to another replica (a
-// handover, recorded in handedOver) and that replica is warm (it states
-// the unit's caches synced, or builds none ahead), or has been for
-// waitWarm: either way the controller drains gracefully.
+// drainWhenUnassigned returns a channel closed when membership has
+// assigned the controller to another replica (a handover, recorded in
+// handedOver, or this replica's shutdown, after which it leaves) and that
+// replica is warm (it states the unit's caches synced, or builds none
+// ahead, or there is none), or after waitWarm: either way the controller
+// drains gracefully.
 func drainWhenUnassigned(ctx context.Context, members *membership.Members, unit string, handedOver *atomic.Bool, waitWarm time.Duration) (<-chan struct{}, func()) {
 	drain := make(chan struct{})
 	stop := make(chan struct{})
@@ -320,22 +321,27 @@ func drainWhenUnassigned(ctx context.Context, members *membership.Members, unit 
 		defer close(drain)
 		defer unsubscribe() // a subscription per term of leading, ended with it
 		var unassigned <-chan time.Time
+		shutdown := ctx.Done()
 		for {
-			switch {
-			case members.Mine(unit):
+			mine := members.Mine(unit)
+			if mine && shutdown != nil {
 				unassigned = nil
-			case unassigned == nil:
-				unassigned = time.After(waitWarm)
-				fallthrough
-			default:
-				if members.Ready(unit) {
+			} else {
+				if unassigned == nil {
+					unassigned = time.After(waitWarm)
+				}
+				// Shutting down, the unit is still assigned here until
+				// Leave has judged; the others see it gone after.
+				if !mine && members.Ready(unit) {
 					handedOver.Store(true)
 					return
 				}
 			}
 			select {
-			case <-ctx.Done():
-				return
+			case <-shutdown:
+				// This replica leaves: the unit is assigned elsewhere
+				// as soon as the others see it gone.
+				shutdown = nil
 			case <-stop:
 				return
 			case <-changes:
@@ -387,12 +393,12 @@ func (m *Manager) joinMembers(ctx context.Context, el *election, us []unit) (*me
 		}
 	}()
 	// Leave as soon as shutdown begins, before the controllers drain, so
-	// that each Lease they release has a taker waiting.
+	// that each Lease they release has a taker waiting, warm: this replica
+	// follows the others until it is done, and a shard it leads drains
+	// once its new assignee states it warm (drainWhenUnassigned).
 	var once sync.Once
 	leave := func() {
 		once.Do(func() {
-			stop()
-			<-done
 			leaveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), le.RenewDeadline.Duration)
 			defer cancel()
 			if err := members.Leave(leaveCtx); err != nil {
@@ -404,6 +410,8 @@ func (m *Manager) joinMembers(ctx context.Context, el *election, us []unit) (*me
 	return members, func() {
 		stopLeaving()
 		leave()
+		stop()
+		<-done
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/pkg/controller"
 	"github.com/ndsl/controller-manager/pkg/shard"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
@@ -33,7 +34,15 @@ import (
 type idle struct{ name string }
 
 func (c idle) Name() string            { return c.name }
-func (c idle) Run(ctx context.Context) { <-ctx.Done() }
+func (c idle) Run(ctx context.Context) { waitStop(ctx) }
+
+// waitStop returns once ctx is done or the controller is told to drain.
+func waitStop(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-controller.GracefulStop(ctx):
+	}
+}
 
 // A shard whose build fails gives its Lease back and competes again after
 // a backoff (1 s, doubling), not in a loop of acquire, build and release

@@ -76,7 +76,7 @@ func (c *caching) Name() string    { return c.name }
 func (c *caching) HasSynced() bool { return c.informer.HasSynced() }
 func (c *caching) Run(ctx context.Context) {
 	c.starts.add(start{unit: c.name, replica: c.replica, at: time.Now(), synced: c.informer.HasSynced(), cached: len(c.informer.GetStore().ListKeys())})
-	<-ctx.Done()
+	waitStop(ctx)
 }
 
 // When a replica joins, the shards it is assigned move to it warm: it
@@ -84,7 +84,9 @@ func (c *caching) Run(ctx context.Context) {
 // and the holder hands them over only then, so the joiner's first term of
 // each starts with its cache full (issue 36, warm moves). Before, the
 // joiner built a shard when it took the Lease and started with nothing
-// cached.
+// cached. So do the shards of a replica that stops (SIGTERM): it leaves
+// first and drains each once its new assignee states it warm; before, it
+// drained at once and the assignee built the shard as it took it.
 func TestShardsMoveWarmToAJoiningReplica(t *testing.T) {
 	ctx := context.Background()
 	leaseNS := framework.CreateNamespace(t, cp.Client)
@@ -116,7 +118,7 @@ func TestShardsMoveWarmToAJoiningReplica(t *testing.T) {
 			o.Generic.Controllers = []string{"*"}
 			o.HA.PerController = true
 			o.HA.Shards = shards
-			o.Generic.ShutdownTimeout = time.Second
+			o.Generic.ShutdownTimeout = 10 * time.Second
 		})
 	}
 	replicas := map[string]*framework.Manager{"a": start("a")}
@@ -163,6 +165,33 @@ func TestShardsMoveWarmToAJoiningReplica(t *testing.T) {
 			s.at.Sub(joined).Round(time.Millisecond), s.at.Sub(releases.last("warm-"+s.unit)).Round(time.Millisecond), s.synced, s.cached)
 		if s.replica == "b" && !s.synced {
 			t.Errorf("%s moved to b and started with its cache not synced: a cold move", s.unit)
+		}
+	}
+
+	// a stops (SIGTERM): it leaves, and hands its shards over once b
+	// states them warm.
+	fromA := map[string]bool{}
+	for unit, r := range ledBy {
+		if r == "a" {
+			fromA[unit] = true
+		}
+	}
+	stopped := time.Now()
+	if err := replicas["a"].Stop(); err != nil {
+		t.Fatalf("a's shutdown returned %v", err)
+	}
+	delete(replicas, "a")
+	framework.Eventually(t, 60*time.Second, "b leads every shard after a stopped", func(context.Context) (bool, error) {
+		return len(controllersLed(t, replicas["b"])) == shards, nil
+	})
+	for _, s := range log.all() {
+		if !s.at.After(stopped) {
+			continue
+		}
+		t.Logf("%s started on %s %v after a got SIGTERM, %v after its Lease was released; its cache synced: %v (%d Services)", s.unit, s.replica,
+			s.at.Sub(stopped).Round(time.Millisecond), s.at.Sub(releases.last("warm-"+s.unit)).Round(time.Millisecond), s.synced, s.cached)
+		if fromA[s.unit] && !s.synced {
+			t.Errorf("%s moved from a, stopped, to b and started with its cache not synced: a cold move", s.unit)
 		}
 	}
 }
