@@ -18,6 +18,7 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -25,22 +26,26 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/ndsl/controller-manager/test/e2e/framework"
 )
 
-// The manifests' readiness probe of the manager: /readyz every 2 s, 1 s
-// timeout, unready on the first failure.
+// The manifests' readiness probe of the manager: /readyz every second, 1 s
+// timeout, unready after 3 failures in a row.
 const (
-	probePeriod  = 2 * time.Second
-	probeTimeout = time.Second
+	probePeriod           = time.Second
+	probeTimeout          = time.Second
+	probeFailureThreshold = 3
 )
 
 // webhookService stands in for the webhook Service and its endpoints as a
 // cluster routes them: a new connection goes, round robin, to a process
-// that serves its webhooks and passed its last readiness probe; a process
-// leaves the endpoints on its first failed probe (within probePeriod of
-// SIGTERM, as the endpoints drop a pod whose readiness fails) or when it
-// exits. Unlike test/e2e's balancer, a connection sent to an endpoint that
+// that serves its webhooks and is ready: it passed a probe since it last
+// failed probeFailureThreshold in a row (within 3 s of SIGTERM, as the
+// endpoints drop a pod whose readiness fails) and has not exited. Every
+// change of the endpoints is logged, and so is a connection closed for
+// want of one. Unlike test/e2e's balancer, a connection sent to an endpoint that
 // refuses it is not tried elsewhere: kube-proxy does not retry either, so a
 // replica that closes its webhook port while still routed to fails the API
 // server's call, which is what the rollout fault must never see.
@@ -48,10 +53,11 @@ type webhookService struct {
 	ln    net.Listener
 	procs func() []*framework.Process
 
-	mu      sync.Mutex
-	serving map[string]bool // added by the launcher, not exited
-	ready   map[string]bool // passed its last probe
-	next    int
+	mu       sync.Mutex
+	serving  map[string]bool // added by the launcher, not exited
+	ready    map[string]bool // routed to
+	failures map[string]int  // failed probes in a row
+	next     int
 }
 
 func newWebhookService(procs func() []*framework.Process) (*webhookService, error) {
@@ -59,7 +65,7 @@ func newWebhookService(procs func() []*framework.Process) (*webhookService, erro
 	if err != nil {
 		return nil, err
 	}
-	s := &webhookService{ln: ln, procs: procs, serving: map[string]bool{}, ready: map[string]bool{}}
+	s := &webhookService{ln: ln, procs: procs, serving: map[string]bool{}, ready: map[string]bool{}, failures: map[string]int{}}
 	go s.accept()
 	return s, nil
 }
@@ -116,12 +122,7 @@ func (s *webhookService) probe(ctx context.Context) {
 				pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 				defer cancel()
 				code, _, err := p.Get(pctx, "/readyz")
-				ok := err == nil && code == http.StatusOK
-				s.mu.Lock()
-				if s.serving[p.WebhookAddr] {
-					s.ready[p.WebhookAddr] = ok
-				}
-				s.mu.Unlock()
+				s.observe(ctx, p.Name, p.WebhookAddr, err == nil && code == http.StatusOK, fmt.Sprintf("code %d, %v", code, err))
 			})
 		}
 		wg.Wait()
@@ -130,6 +131,25 @@ func (s *webhookService) probe(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// observe records a probe of the process name serving at addr.
+func (s *webhookService) observe(ctx context.Context, name, addr string, ok bool, result string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.serving[addr] {
+		return
+	}
+	was := s.ready[addr]
+	if ok {
+		s.failures[addr] = 0
+		s.ready[addr] = true
+	} else if s.failures[addr]++; s.failures[addr] >= probeFailureThreshold {
+		s.ready[addr] = false
+	}
+	if s.ready[addr] != was {
+		klog.FromContext(ctx).Info("Webhook endpoint changed", "process", name, "ready", s.ready[addr], "probe", result)
 	}
 }
 
@@ -149,6 +169,7 @@ func (s *webhookService) forward(conn net.Conn) {
 	defer conn.Close()
 	eps := s.endpoints()
 	if len(eps) == 0 {
+		klog.Info("Webhook Service has no ready endpoint: connection closed")
 		return
 	}
 	s.mu.Lock()
@@ -157,6 +178,7 @@ func (s *webhookService) forward(conn net.Conn) {
 	s.mu.Unlock()
 	upstream, err := net.DialTimeout("tcp", backend, 2*time.Second)
 	if err != nil {
+		klog.InfoS("Webhook endpoint refused a connection: closed", "endpoint", backend, "err", err)
 		return
 	}
 	defer upstream.Close()

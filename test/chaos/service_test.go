@@ -18,6 +18,7 @@ package chaos
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"testing"
 )
@@ -97,4 +98,30 @@ func echoServer(t *testing.T, name string) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// An endpoint leaves after probeFailureThreshold failed probes in a row, as
+// the manifests' readiness probe says, and comes back on the next pass.
+func TestWebhookServiceDropsAnEndpointAfterThreeFailedProbes(t *testing.T) {
+	s := &webhookService{serving: map[string]bool{"a": true}, ready: map[string]bool{}, failures: map[string]int{}}
+	ctx := context.Background()
+	s.observe(ctx, "a", "a", true, "ok")
+	for i := 1; i < probeFailureThreshold; i++ {
+		s.observe(ctx, "a", "a", false, "timeout")
+		if len(s.endpoints()) != 1 {
+			t.Fatalf("dropped after %d failed probes, want %d", i, probeFailureThreshold)
+		}
+	}
+	s.observe(ctx, "a", "a", false, "timeout")
+	if len(s.endpoints()) != 0 {
+		t.Fatalf("still routed to after %d failed probes", probeFailureThreshold)
+	}
+	s.observe(ctx, "a", "a", true, "ok")
+	if len(s.endpoints()) != 1 {
+		t.Fatalf("not routed to after a passed probe")
+	}
+	s.observe(ctx, "b", "b", true, "ok") // not serving (exited): never routed to
+	if len(s.endpoints()) != 1 {
+		t.Fatalf("an exited process was routed to")
+	}
 }
