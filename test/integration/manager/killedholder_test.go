@@ -18,15 +18,12 @@ package manager
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
-	"github.com/ndsl/controller-manager/pkg/shard"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
@@ -42,17 +39,7 @@ func TestShardsOfAKilledReplicaAreLedWithinALeaseDuration(t *testing.T) {
 	ns := framework.CreateNamespace(t, cp.Client)
 	const shards = 6
 	const leaseDuration = 4 * time.Second
-	var names []string
-	for i := range shards {
-		names = append(names, fmt.Sprintf("idle-%d-of-%d", i, shards))
-	}
-	registry := app.Registry{{
-		Name:      "idle",
-		ShardKeys: map[string]shard.Key{"configmaps": shard.Namespace},
-		New: func(_ context.Context, cc app.ControllerContext) (app.Controller, error) {
-			return idle{name: cc.UnitName("idle")}, nil
-		},
-	}}
+	registry, names := idleShards(shards)
 	opts := func(o *options.Options) {
 		shortLease(ns, "killed")(o)
 		o.LeaderElection.LeaseDuration = metav1.Duration{Duration: leaseDuration}

@@ -19,6 +19,7 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,6 +36,22 @@ type idle struct{ name string }
 
 func (c idle) Name() string            { return c.name }
 func (c idle) Run(ctx context.Context) { waitStop(ctx) }
+
+// idleShards is a registry of one shardable controller, "idle", whose
+// shards do nothing, and the unit names of its n shards.
+func idleShards(n int) (app.Registry, []string) {
+	var names []string
+	for i := range n {
+		names = append(names, fmt.Sprintf("idle-%d-of-%d", i, n))
+	}
+	return app.Registry{{
+		Name:      "idle",
+		ShardKeys: map[string]shard.Key{"configmaps": shard.Namespace},
+		New: func(_ context.Context, cc app.ControllerContext) (app.Controller, error) {
+			return idle{name: cc.UnitName("idle")}, nil
+		},
+	}}, names
+}
 
 // waitStop returns once ctx is done or the controller is told to drain.
 func waitStop(ctx context.Context) {

@@ -18,13 +18,10 @@ package manager
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
-	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
-	"github.com/ndsl/controller-manager/pkg/shard"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
@@ -34,17 +31,7 @@ import (
 func TestSurvivorsKeepTheirShardsWhenAReplicaStops(t *testing.T) {
 	ns := framework.CreateNamespace(t, cp.Client)
 	const shards = 16
-	var names []string
-	for i := range shards {
-		names = append(names, fmt.Sprintf("idle-%d-of-%d", i, shards))
-	}
-	registry := app.Registry{{
-		Name:      "idle",
-		ShardKeys: map[string]shard.Key{"configmaps": shard.Namespace},
-		New: func(_ context.Context, cc app.ControllerContext) (app.Controller, error) {
-			return idle{name: cc.UnitName("idle")}, nil
-		},
-	}}
+	registry, names := idleShards(shards)
 	replicas := map[string]*framework.Manager{}
 	for _, r := range []string{"a", "b", "c", "d"} {
 		replicas[r] = framework.StartManagerWith(t, cp.Config, registry, func(o *options.Options) {
