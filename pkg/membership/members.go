@@ -643,15 +643,19 @@ func assignOffers(offers, holding map[string][]string) map[string]string {
 	return out
 }
 
-// collect deletes member Leases this replica has not seen change for ten
-// lease durations: replicas killed without leaving. Any replica may; the
-// precondition makes a Lease renewed meanwhile stay.
+// collect deletes member Leases this replica has not seen change for a
+// lease duration: replicas killed without leaving, already gone from the
+// assignment. Any replica may; the precondition makes a Lease renewed
+// meanwhile stay (a replica cut off that comes back creates its Lease
+// again). Until it is deleted, a replica that starts counts such a member
+// live for a lease duration from its first sight of it, and a replica of
+// another Lease layout waits for it (pkg/layout).
 func (m *Members) collect(ctx context.Context, store cache.Store) {
 	now := m.cfg.Clock.Now()
 	m.mu.Lock()
 	var stale []string
 	for name, s := range m.seen {
-		if now.Sub(s.changed) > 10*m.cfg.LeaseDuration {
+		if now.Sub(s.changed) >= m.cfg.LeaseDuration {
 			stale = append(stale, name)
 		}
 	}

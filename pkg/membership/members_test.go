@@ -27,6 +27,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
@@ -293,5 +294,47 @@ func TestReadyWhenTheAssigneeIsWarm(t *testing.T) {
 	}
 	if got := m.written.Annotations[WarmAnnotation]; got != "w9" {
 		t.Errorf("the member Lease states %q warm, want w9", got)
+	}
+}
+
+// The member Lease of a replica killed without leaving is deleted once it
+// has not changed for a lease duration, so that a replica that starts, of
+// this layout or another, does not count it live for another one from its
+// first sight of it; one that changed meanwhile stays.
+func TestMembersCollectADeadMemberAfterALeaseDuration(t *testing.T) {
+	m, clock := newTestMembers(t, "a", "w1")
+	leases := m.cfg.Client.CoordinationV1().Leases("ns")
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	for _, id := range []string{"dead", "renewing"} {
+		l, err := leases.Create(context.Background(), memberLease(id, "", clock.Now(), "w1"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.observe(l)
+		_ = store.Add(l)
+	}
+	clock.Step(14 * time.Second)
+	m.collect(context.Background(), store)
+	if got, _ := leases.List(context.Background(), metav1.ListOptions{}); len(got.Items) != 3 {
+		t.Fatalf("%d member Leases 14 s after the others' last renewal, want all 3", len(got.Items))
+	}
+	renewed, err := leases.Get(context.Background(), LeaseName("cm", "renewing"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed.Spec.RenewTime = ptr.To(metav1.NewMicroTime(clock.Now()))
+	renewed.ResourceVersion = "2" // the fake clientset keeps what it is given
+	if renewed, err = leases.Update(context.Background(), renewed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m.observe(renewed)
+	_ = store.Update(renewed)
+	clock.Step(time.Second)
+	m.collect(context.Background(), store)
+	if _, err := leases.Get(context.Background(), LeaseName("cm", "dead"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a member Lease unchanged for a lease duration: %v, want it deleted", err)
+	}
+	if _, err := leases.Get(context.Background(), LeaseName("cm", "renewing"), metav1.GetOptions{}); err != nil {
+		t.Errorf("a member Lease renewed a second ago: %v, want it kept", err)
 	}
 }
