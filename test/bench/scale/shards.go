@@ -275,8 +275,9 @@ func shardsOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Lau
 	}
 	replicas = slices.DeleteFunc(replicas, func(m *binaryManager) bool { return m == victim })
 
-	// A layout change: every replica rolled, one at a time, to half the
-	// shards; the new layout leads once the old one's last replica is gone.
+	// A layout change: every replica rolled, one at a time as a Deployment
+	// rolls (its successor first), to half the shards; the new layout
+	// leads once the old one's last replica is gone.
 	to := max(shards/2, 2)
 	if to == shards {
 		to = 1
@@ -285,13 +286,13 @@ func shardsOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Lau
 	rolled := time.Now()
 	old := slices.Clone(replicas)
 	for _, m := range old {
+		if _, err := start(newArgs); err != nil {
+			return run, err
+		}
 		if _, err := m.Terminate(time.Minute); err != nil {
 			return run, fmt.Errorf("rolling %s: %w", m.Name(), err)
 		}
 		replicas = slices.DeleteFunc(replicas, func(r *binaryManager) bool { return r == m })
-		if _, err := start(newArgs); err != nil {
-			return run, err
-		}
 	}
 	lastRelease := func(string) time.Time {
 		var last time.Time
@@ -334,7 +335,12 @@ func timeMove(ctx context.Context, what, group string, history *leaseHistory, re
 		from = func(unit string) time.Time { return history.released(unitLease(group, unit), cause) }
 	}
 	move.moved = len(moved)
-	if move.handovers, move.missing, err = handoverTimes(moved, cause, from); err != nil {
+	// A unit led and running logs its first reconcile a moment later.
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		move.handovers, move.missing, err = handoverTimes(moved, cause, from)
+		return err != nil || len(move.missing) == 0, nil
+	})
+	if err != nil {
 		return move, nil, err
 	}
 	klog.FromContext(ctx).Info("Shards: units moved", "move", move.String())
