@@ -79,7 +79,10 @@ type Config struct {
 	JudgeInterval time.Duration
 	Clock         clock.WithTicker
 	// Labels are stamped on the member Lease besides the group's (the
-	// replica's Lease layout, pkg/layout).
+	// replica's Lease layout, pkg/layout). A member Lease that states
+	// another value for one of them is not a member here: replicas of two
+	// Lease layouts share no units (their fence lets one lead), and one of
+	// the other layout must never be assigned a unit it may not take.
 	Labels map[string]string
 }
 
@@ -503,6 +506,12 @@ func (m *Members) observe(obj any) {
 	lease, ok := obj.(*coordinationv1.Lease)
 	if !ok || lease.Name == m.name {
 		return
+	}
+	for k, v := range m.cfg.Labels {
+		if got := lease.Labels[k]; got != "" && got != v {
+			m.forget(lease) // another layout's replica (and if it was not, it is now)
+			return
+		}
 	}
 	m.mu.Lock()
 	s := m.seen[lease.Name]

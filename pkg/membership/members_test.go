@@ -338,3 +338,38 @@ func TestMembersCollectADeadMemberAfterALeaseDuration(t *testing.T) {
 		t.Errorf("a member Lease renewed a second ago: %v, want it kept", err)
 	}
 }
+
+// A replica of another Lease layout (its member Lease states another value
+// of one of the Labels) is no member here: it must never be assigned a
+// unit, which its fence would keep it from taking while this layout leads.
+// One that states none (a version before layouts) still is.
+func TestMembersOfAnotherLayoutAreNotMembers(t *testing.T) {
+	clock := clocktesting.NewFakeClock(time.Now())
+	m := New(Config{Client: fake.NewClientset(), Namespace: "ns", Group: "cm", Identity: "a", Units: []string{"whole"},
+		LeaseDuration: 15 * time.Second, JudgeInterval: 2 * time.Second, Clock: clock, Labels: map[string]string{"layout": "one"}})
+	if err := m.renew(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m.judge()
+	other := memberLease("b", "1", clock.Now(), "whole")
+	other.Labels = map[string]string{"layout": "two"}
+	m.observe(other)
+	if got := m.Live(); len(got) != 1 || !m.Mine("whole") {
+		t.Fatalf("with a replica of another layout: live %v, whole assigned to %q; want a alone", got, m.Owner("whole"))
+	}
+	same := memberLease("c", "1", clock.Now(), "whole")
+	same.Labels = map[string]string{"layout": "one"}
+	m.observe(same)
+	legacy := memberLease("d", "1", clock.Now(), "whole")
+	m.observe(legacy)
+	if got := m.Live(); len(got) != 3 {
+		t.Fatalf("with a replica of this layout and one of a version before layouts: live %v, want a, c and d", got)
+	}
+	// b's replica restarted with this layout's flags would be another
+	// identity; a Lease that changes layout is dropped all the same.
+	same.Labels["layout"], same.ResourceVersion = "two", "2"
+	m.observe(same)
+	if got := m.Live(); len(got) != 2 {
+		t.Fatalf("after c's Lease stated another layout: live %v, want a and d", got)
+	}
+}
