@@ -77,6 +77,10 @@ type Fence struct {
 	mu       sync.Mutex
 	seen     map[string]*sighting // the group's Leases, by name
 	reported string               // the refusal last logged
+	// blocked: as last judged, a Lease or member of another layout keeps
+	// this one from acquiring; subs are told when that ends.
+	blocked bool
+	subs    []chan struct{}
 
 	flipMu sync.Mutex
 }
@@ -158,12 +162,16 @@ func (f *Fence) observe(obj any) {
 	}
 	s.holder, s.rv = ptr.Deref(lease.Spec.HolderIdentity, ""), lease.ResourceVersion
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if prev := f.seen[lease.Name]; prev != nil && prev.rv == s.rv {
-		return
+	prev := f.seen[lease.Name]
+	seen := prev != nil && prev.rv == s.rv
+	if !seen {
+		s.changed = f.cfg.Clock.Now()
+		f.seen[lease.Name] = s
 	}
-	s.changed = f.cfg.Clock.Now()
-	f.seen[lease.Name] = s
+	f.mu.Unlock()
+	if !seen {
+		f.judge()
+	}
 }
 
 func (f *Fence) forget(obj any) {
@@ -174,6 +182,45 @@ func (f *Fence) forget(obj any) {
 		f.mu.Lock()
 		delete(f.seen, lease.Name)
 		f.mu.Unlock()
+		f.judge()
+	}
+}
+
+// judge tells the subscribers when no Lease or member of another layout
+// keeps this one from acquiring any more (the last was released, deleted
+// or left), so that its electors try at once, not at their next retry.
+// (One that stops being live by expiring, with no event, is noticed at
+// the next retry.)
+func (f *Fence) judge() {
+	v := f.view()
+	blocked := v.leading != "" || v.fence != f.cfg.Layout && v.memberOf != ""
+	f.mu.Lock()
+	was := f.blocked
+	f.blocked = blocked
+	var subs []chan struct{}
+	if was && !blocked {
+		subs = slices.Clone(f.subs)
+	}
+	f.mu.Unlock()
+	for _, c := range subs {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Subscribe returns a channel told whenever the last Lease or member of
+// another layout stops keeping this layout from acquiring; cancel ends it.
+func (f *Fence) Subscribe() (<-chan struct{}, func()) {
+	c := make(chan struct{}, 1)
+	f.mu.Lock()
+	f.subs = append(f.subs, c)
+	f.mu.Unlock()
+	return c, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.subs = slices.DeleteFunc(f.subs, func(s chan struct{}) bool { return s == c })
 	}
 }
 
@@ -244,12 +291,28 @@ func (f *Fence) admit(ctx context.Context) error {
 	if v.leading != "" {
 		return f.refuse(ctx, fmt.Sprintf("Lease %s of layout %q is still live", v.leading, f.layoutOf(v.leading)))
 	}
-	for _, name := range v.unheld {
-		if err := f.tombstone(ctx, name); err != nil {
+	if len(v.unheld) > 0 {
+		if err := f.holdUnheld(ctx); err != nil {
 			return f.refuse(ctx, err.Error())
 		}
 	}
 	f.report(ctx, "")
+	return nil
+}
+
+// holdUnheld holds the Leases of other layouts named as versions before
+// layouts name theirs, one unit's elector at a time, each written version
+// awaited on the watch: the electors of a replica admitted at once would
+// otherwise write the same version, and all but one be refused by a
+// conflict for a retry period.
+func (f *Fence) holdUnheld(ctx context.Context) error {
+	f.flipMu.Lock()
+	defer f.flipMu.Unlock()
+	for _, name := range f.view().unheld {
+		if err := f.tombstone(ctx, name); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -264,14 +327,14 @@ func (f *Fence) Run(ctx context.Context) {
 		if !f.HasSynced() || v.fence != f.cfg.Layout || v.leading != "" {
 			return
 		}
-		for _, name := range v.unheld {
-			_ = f.tombstone(ctx, name) // logged; again at the next tick
-		}
+		_ = f.holdUnheld(ctx) // logged; again at the next tick
+		f.flipMu.Lock()
 		for name, unchanged := range v.tombstones {
 			if unchanged >= every {
 				_ = f.tombstone(ctx, name) // a conflict: another replica renewed it
 			}
 		}
+		f.flipMu.Unlock()
 	}, every)
 }
 
@@ -367,6 +430,12 @@ func (f *Fence) tombstone(ctx context.Context, name string) error {
 		klog.FromContext(ctx).Info("Holding a Lease of another layout while this one leads, so that versions before layouts, which would take it, wait",
 			"lease", name, "layout", f.cfg.Layout)
 	}
+	// Until the watch shows it, this replica would write the version
+	// before again.
+	_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, f.cfg.LeaseDuration, true, func(context.Context) (bool, error) {
+		obj, exists, _ := f.informer.GetStore().GetByKey(f.cfg.Namespace + "/" + name)
+		return !exists || obj.(*coordinationv1.Lease).ResourceVersion != lease.ResourceVersion, nil
+	})
 	return nil
 }
 

@@ -88,6 +88,19 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 	}
 	attempts := &electionAttempts{}
 	defer leases.watch(watchCtx, le.ResourceName, el.identity, attempts.wake, nil).stop()
+	// Another Lease layout's last Lease released: try at once.
+	opened, unsubscribe := fence.Subscribe()
+	defer unsubscribe()
+	go func() {
+		for {
+			select {
+			case <-watchCtx.Done():
+				return
+			case <-opened:
+				attempts.wake()
+			}
+		}
+	}()
 	lock, err := el.lock(le.ResourceName)
 	if err != nil {
 		return err

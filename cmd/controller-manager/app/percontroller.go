@@ -143,8 +143,8 @@ func (m *Manager) leadController(ctx context.Context, el *election, leases *leas
 	attempts := &electionAttempts{}
 	mine := func() bool { return members.Mine(d.Name) }
 	watchCtx, stopWatching := context.WithCancel(ctx)
-	// Assigned here while its Lease is free or expired: try at once, not
-	// at the next retry.
+	// Assigned here while its Lease is free or expired, and not fenced
+	// out: try at once, not at the next retry.
 	expired := make(chan struct{}, 1)
 	watched := leases.watch(ctx, name, el.identity, attempts.wake, func() {
 		select {
@@ -161,14 +161,17 @@ func (m *Manager) leadController(ctx context.Context, el *election, leases *leas
 		return lease != nil && watched.expired(leaseRecord(lease), time.Now())
 	}
 	assignments, unsubscribe := members.Subscribe()
+	opened, unsubscribeFence := fence.Subscribe() // another layout's last Lease released
 	go func() {
 		defer unsubscribe()
+		defer unsubscribeFence()
 		for {
 			select {
 			case <-watchCtx.Done():
 				return
 			case <-assignments:
 			case <-expired:
+			case <-opened:
 			}
 			if mine() && takeable() {
 				attempts.wake()

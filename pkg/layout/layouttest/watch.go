@@ -47,6 +47,10 @@ type Watch struct {
 	mu       sync.Mutex
 	held     map[string]string // held unit Lease → its layout
 	overlaps []string
+	// released is, by layout, when a Lease of it was last seen released;
+	// acquired, by Lease, when it was first seen held.
+	released map[string]time.Time
+	acquired map[string]time.Time
 }
 
 // Start follows the Leases of group in namespace until Stop or the end of
@@ -56,7 +60,8 @@ func Start(t testing.TB, client kubernetes.Interface, namespace, group string, l
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w := &Watch{group: group, legacy: legacy, stop: cancel, held: map[string]string{}}
+	w := &Watch{group: group, legacy: legacy, stop: cancel, held: map[string]string{},
+		released: map[string]time.Time{}, acquired: map[string]time.Time{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	informer := factory.Coordination().V1().Leases().Informer()
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -99,8 +104,14 @@ func (w *Watch) saw(obj any) {
 	defer w.mu.Unlock()
 	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
 	if holder == "" || strings.HasPrefix(holder, "(") {
+		if _, ok := w.held[lease.Name]; ok {
+			w.released[l] = time.Now()
+		}
 		delete(w.held, lease.Name)
 		return
+	}
+	if _, ok := w.acquired[lease.Name]; !ok {
+		w.acquired[lease.Name] = time.Now()
 	}
 	w.held[lease.Name] = l
 	layouts := map[string]bool{}
@@ -110,6 +121,25 @@ func (w *Watch) saw(obj any) {
 	if len(layouts) > 1 {
 		w.overlaps = append(w.overlaps, fmt.Sprintf("%s %v", time.Now().UTC().Format("15:04:05.000"), maps.Clone(w.held)))
 	}
+}
+
+// Handover is from the last release seen of a Lease of layout from to the
+// first acquisition seen of the last of leases (all of them held).
+func (w *Watch) Handover(from string, leases []string) (time.Duration, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var last time.Time
+	for _, name := range leases {
+		at, ok := w.acquired[name]
+		if !ok {
+			return 0, false
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	released, ok := w.released[from]
+	return last.Sub(released), ok && !last.Before(released)
 }
 
 // Stop stops following the Leases.

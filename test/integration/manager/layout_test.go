@@ -33,6 +33,7 @@ import (
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/pkg/layout"
 	"github.com/ndsl/controller-manager/pkg/layout/layouttest"
 	"github.com/ndsl/controller-manager/pkg/shard"
 	"github.com/ndsl/controller-manager/test/integration/framework"
@@ -85,10 +86,28 @@ func layoutRegistry() app.Registry {
 	}}
 }
 
+// leases are the unit Leases of the layout in group "layouts", and its
+// label value.
+func (l leaseLayout) leases() ([]string, string) {
+	if !l.perController {
+		return []string{"layouts"}, layout.Of(false, 1, shard.KeyVersion)
+	}
+	var out []string
+	for _, u := range l.units() {
+		out = append(out, "layouts-"+u)
+	}
+	return out, layout.Of(true, l.shards, shard.KeyVersion)
+}
+
 func startLayout(t *testing.T, ns string, l leaseLayout) *framework.Manager {
 	t.Helper()
 	return framework.StartManagerWith(t, cp.Config, layoutRegistry(), func(o *options.Options) {
 		shortLease(ns, "layouts")(o)
+		// A retry period that would show: the new layout takes over at
+		// once, not at its electors' next retry.
+		o.LeaderElection.LeaseDuration = metav1.Duration{Duration: 6 * time.Second}
+		o.LeaderElection.RenewDeadline = metav1.Duration{Duration: 4 * time.Second}
+		o.LeaderElection.RetryPeriod = metav1.Duration{Duration: 2 * time.Second}
 		o.Generic.Controllers = []string{"*"}
 		o.HA.PerController = l.perController
 		o.HA.Shards = l.shards
@@ -131,9 +150,9 @@ func TestLayoutChangeHandsOverWithoutOverlap(t *testing.T) {
 				return leadsAll(t, old, tc.from), nil
 			})
 			next := startLayout(t, ns, tc.to)
-			// Longer than a lease duration (4 s): the new replica has judged
+			// Longer than a lease duration (6 s): the new replica has judged
 			// every Lease it saw, and still acquires nothing.
-			deadline := time.Now().Add(6 * time.Second)
+			deadline := time.Now().Add(8 * time.Second)
 			for time.Now().Before(deadline) {
 				if led := controllersLed(t, next); len(led) > 0 {
 					t.Fatalf("the new layout leads %v beside the old", slices.Sorted(maps.Keys(led)))
@@ -151,6 +170,14 @@ func TestLayoutChangeHandsOverWithoutOverlap(t *testing.T) {
 				return leadsAll(t, next, tc.to), nil
 			})
 			t.Logf("%s to %s: every unit led %s after the old replica was told to stop", tc.from.name, tc.to.name, time.Since(stopped).Round(time.Millisecond))
+			_, fromLayout := tc.from.leases()
+			toLeases, _ := tc.to.leases()
+			handover, ok := watch.Handover(fromLayout, toLeases)
+			t.Logf("%s to %s: the old layout's last Lease released → the new one's last acquired: %v", tc.from.name, tc.to.name, handover.Round(time.Millisecond))
+			if !ok || handover > time.Second {
+				t.Errorf("%s to %s: the new layout acquired its last Lease %v after the old one's last release (seen: %v), want within a second, not at its next retry (2 to 4.4 s)",
+					tc.from.name, tc.to.name, handover.Round(time.Millisecond), ok)
+			}
 			if overlaps := watch.Overlaps(); len(overlaps) > 0 {
 				t.Errorf("Leases of two layouts held at once, %d times; first: %s", len(overlaps), overlaps[0])
 			}
