@@ -77,6 +77,7 @@ type shardsRun struct {
 // own clocks.
 type shardsMove struct {
 	what      string
+	from      string // what a handover is timed from: "release" unless said
 	settled   time.Duration
 	moved     int
 	handovers []time.Duration
@@ -84,8 +85,12 @@ type shardsMove struct {
 }
 
 func (m shardsMove) String() string {
-	return fmt.Sprintf("%s: every unit led by its assignee after %s, %d moved, release → first reconcile %s",
-		m.what, secs(m.settled), m.moved, spanOf(m.handovers, m.missing))
+	from := m.from
+	if from == "" {
+		from = "release"
+	}
+	return fmt.Sprintf("%s: every unit led by its assignee after %s, %d moved, %s → first reconcile %s",
+		m.what, secs(m.settled), m.moved, from, spanOf(m.handovers, m.missing))
 }
 
 // shardsResult is scenario 12.
@@ -270,7 +275,7 @@ func shardsOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Lau
 	victim := busiest(replicas, before)
 	killed := time.Now()
 	victim.Kill()
-	if run.kill, before, err = timeMove(ctx, "kill -9", phase, history, replicas, victim, before, killed, func(string) time.Time { return killed }); err != nil {
+	if run.kill, before, err = timeMove(ctx, "kill -9", phase, history, replicas, victim, before, killed, func(string) time.Time { return killed }, "kill"); err != nil {
 		return run, fmt.Errorf("after kill -9 of %s: %w", victim.Name(), err)
 	}
 	replicas = slices.DeleteFunc(replicas, func(m *binaryManager) bool { return m == victim })
@@ -303,7 +308,7 @@ func shardsOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Lau
 		}
 		return last
 	}
-	if run.layout, _, err = timeMove(ctx, fmt.Sprintf("--shards=%d → %d", shards, to), phase, history, replicas, nil, nil, rolled, lastRelease); err != nil {
+	if run.layout, _, err = timeMove(ctx, fmt.Sprintf("--shards=%d → %d", shards, to), phase, history, replicas, nil, nil, rolled, lastRelease, "the old layout's last release"); err != nil {
 		return run, fmt.Errorf("after the roll to --shards=%d: %w", to, err)
 	}
 	return run, nil
@@ -314,8 +319,11 @@ func shardsOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Lau
 // if before is nil) since cause. from gives each unit's start point; nil:
 // its Lease's release. It returns the move and who leads what now.
 func timeMove(ctx context.Context, what, group string, history *leaseHistory, replicas []*binaryManager, skip *binaryManager,
-	before map[string]string, cause time.Time, from func(unit string) time.Time) (shardsMove, map[string]string, error) {
+	before map[string]string, cause time.Time, from func(unit string) time.Time, fromWhat ...string) (shardsMove, map[string]string, error) {
 	move := shardsMove{what: what}
+	if len(fromWhat) > 0 {
+		move.from = fromWhat[0]
+	}
 	after, err := waitUnitsSettled(ctx, replicas, skip, 5*time.Minute)
 	if err != nil {
 		return move, nil, err
