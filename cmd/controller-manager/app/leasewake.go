@@ -63,13 +63,17 @@ type electionAttempts struct {
 	cancel   context.CancelFunc // the current attempt's; nil between attempts
 	acquired bool               // the current attempt wrote the Lease for this identity
 	woken    bool               // the current attempt was ended by wake
+	// writing: a write of the current attempt is in flight. A wake then
+	// waits for its answer (pending): ending the attempt would lose an
+	// acquisition the API server may have made, and the next attempt,
+	// reading the Lease before it landed, would be refused by a conflict
+	// and wait a retry period.
+	writing, pending bool
 }
 
 // lock wraps the Lease's lock so that an attempt ended by wake can no longer
-// acquire: a write it still makes is refused, and one already on its way
-// that succeeds is reported as failed. The next attempt, with the same
-// identity, then finds itself the holder and renews, so the Lease is not
-// left held by nobody's elector.
+// acquire: a write it still makes is refused. A wake never ends an attempt
+// while its write is in flight (see electionAttempts.writing).
 func (a *electionAttempts) lock(inner resourcelock.Interface) resourcelock.Interface {
 	return &attemptLock{Interface: inner, a: a}
 }
@@ -100,7 +104,7 @@ func (a *electionAttempts) run(ctx context.Context, cfg leaderelection.LeaderEle
 func (a *electionAttempts) begin(cancel context.CancelFunc) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.cancel, a.acquired, a.woken = cancel, false, false
+	a.cancel, a.acquired, a.woken, a.writing, a.pending = cancel, false, false, false, false
 }
 
 // end closes the current attempt and says whether wake ended it.
@@ -111,11 +115,16 @@ func (a *electionAttempts) end() bool {
 	return a.woken
 }
 
-// wake ends the current attempt if it is still trying to acquire.
+// wake ends the current attempt if it is still trying to acquire; with a
+// write in flight, once that write has failed.
 func (a *electionAttempts) wake() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.cancel == nil || a.acquired || a.woken {
+		return
+	}
+	if a.writing {
+		a.pending = true
 		return
 	}
 	a.woken = true
@@ -125,23 +134,24 @@ func (a *electionAttempts) wake() {
 // write runs one Create or Update of the Lease for the current attempt.
 func (a *electionAttempts) write(holder, identity string, do func() error) error {
 	a.mu.Lock()
-	woken := a.woken
-	a.mu.Unlock()
-	if woken {
+	if a.woken {
+		a.mu.Unlock()
 		return errAttemptEnded
 	}
+	a.writing = true
+	a.mu.Unlock()
 	err := do()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.woken {
-		if err == nil {
-			return errAttemptEnded
-		}
-		return err
-	}
-	if err == nil && holder == identity {
+	a.writing = false
+	switch {
+	case err == nil && holder == identity:
 		a.acquired = true
+	case a.pending && err != nil:
+		a.woken = true
+		a.cancel()
 	}
+	a.pending = false
 	return err
 }
 

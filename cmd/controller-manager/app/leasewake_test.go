@@ -98,14 +98,28 @@ func TestElectionAttemptWokenCannotAcquire(t *testing.T) {
 		t.Fatal("end did not report the wake")
 	}
 
-	// A write that succeeds while the attempt is woken is reported failed,
-	// so the elector does not lead on an ended attempt.
-	a.begin(cancel)
+	// A wake during a write waits for its answer: one that acquired goes
+	// on (ending it would lose the acquisition, and the next attempt would
+	// read the Lease before it and be refused by a conflict)...
+	ended := false
+	a.begin(func() { ended = true })
 	inner.before = a.wake
-	if err := lock.Update(ctx, ours("me")); !errors.Is(err, errAttemptEnded) {
-		t.Fatalf("a write that raced wake returned %v, want errAttemptEnded", err)
+	if err := lock.Update(ctx, ours("me")); err != nil {
+		t.Fatalf("a write that raced wake returned %v, want it to acquire", err)
 	}
-	a.end()
+	if ended || a.end() {
+		t.Fatal("a wake during a write that acquired ended the attempt")
+	}
+	// ...and one that failed ends the attempt then, for a fresh one.
+	failing := &failingLock{memLock: memLock{id: "me"}}
+	a.begin(func() { ended = true })
+	failing.before = a.wake
+	if err := a.lock(failing).Update(ctx, ours("me")); err == nil {
+		t.Fatal("the failing write succeeded")
+	}
+	if !ended || !a.end() {
+		t.Fatal("a wake during a write that failed did not end the attempt")
+	}
 
 	// Once an attempt acquired, wake leaves it alone: renewals and the
 	// release go on.
@@ -125,4 +139,14 @@ func TestElectionAttemptWokenCannotAcquire(t *testing.T) {
 	if a.end() {
 		t.Fatal("end reported a wake for an attempt that held the Lease")
 	}
+}
+
+// failingLock refuses every write, after calling before.
+type failingLock struct{ memLock }
+
+func (l *failingLock) Update(context.Context, resourcelock.LeaderElectionRecord) error {
+	if l.before != nil {
+		l.before()
+	}
+	return errors.New("conflict")
 }
