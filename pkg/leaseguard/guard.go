@@ -34,7 +34,9 @@ limitations under the License.
 // renewal of its Lease was SENT less than the renew deadline ago, on this
 // process's monotonic clock, and no read since showed another holder and no
 // release was written; a write still in flight when that deadline passes is
-// cancelled. Another replica takes the Lease only after it has seen it
+// cancelled, and the connection it goes over sends no byte past it (a
+// process resuming from a pause runs the cancelling timer only after its
+// other goroutines may have sent: the connection checks the clock itself). Another replica takes the Lease only after it has seen it
 // unchanged for LeaseDurationSeconds on its own clock, counted from when it
 // saw that renewal (its elector's read, or its watch's delivery), which is
 // after it was sent, or once the holder released it. LeaseDurationSeconds
@@ -118,6 +120,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/component-base/metrics"
@@ -144,6 +147,12 @@ type Guard struct {
 
 	mu      sync.Mutex
 	renewed time.Time // when the last successful acquire or renewal was sent; zero: not held
+
+	// writing counts the writes the transport let through that have not
+	// completed: while there are any, the connections send nothing past the
+	// renew deadline (conn.go).
+	writing atomic.Int64
+	conn    connection
 }
 
 // New returns a Guard for the Lease called name, with the election's renew
@@ -202,8 +211,10 @@ func (g *Guard) remaining() (time.Duration, error) {
 // has not completed when the renew deadline it was checked against passes:
 // a write held up on its way (dialling an API server that is restarting,
 // a pause mid-request) would otherwise reach the server after the Lease
-// may have passed on. Use it as a rest.Config's WrapTransport for the
-// clients that write on the leader's behalf.
+// may have passed on. That cancellation runs on a timer, which a process
+// resuming from a pause may run only after the request went out: so
+// ClientConfig also sends on connections that stop at the deadline
+// themselves (conn.go). Tests use WrapTransport alone.
 func (g *Guard) WrapTransport(rt http.RoundTripper) http.RoundTripper {
 	return &guardedTransport{guard: g, next: rt}
 }
@@ -228,7 +239,15 @@ func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	expired := fmt.Errorf("lease %s: %w (a %s of %s not completed within the renew deadline %s)",
 		t.guard.name, ErrLeaseNotHeld, req.Method, req.URL.Path, t.guard.renewDeadline)
-	ctx, cancel := context.WithTimeoutCause(req.Context(), left, expired)
+	ctx, cancelCtx := context.WithTimeoutCause(req.Context(), left, expired)
+	t.guard.writing.Add(1)
+	var once sync.Once
+	cancel := func() {
+		once.Do(func() {
+			cancelCtx()
+			t.guard.writing.Add(-1)
+		})
+	}
 	resp, err := t.next.RoundTrip(req.WithContext(ctx))
 	if err != nil {
 		if context.Cause(ctx) == expired {
@@ -248,7 +267,7 @@ func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // closed.
 type cancelOnClose struct {
 	io.ReadCloser
-	cancel context.CancelFunc
+	cancel func()
 }
 
 func (b *cancelOnClose) Close() error {

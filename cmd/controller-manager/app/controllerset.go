@@ -125,12 +125,8 @@ func (m *Manager) startSet(ctx context.Context, u *unit, ds []ControllerDescript
 // both behind its lease guard.
 func (s *controllerSet) build(ctx context.Context, d ControllerDescriptor) (Controller, error) {
 	cc := s.cc
-	var guard *leaseguard.Guard
 	if s.guardFor != nil {
-		guard = s.guardFor(d.Name)
-	}
-	if guard != nil {
-		cc.wrapTransport = guard.WrapTransport
+		cc.guard = s.guardFor(d.Name)
 	}
 	eventClient, err := cc.KubeClient("events")
 	if err != nil {

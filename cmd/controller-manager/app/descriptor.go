@@ -19,7 +19,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -38,6 +37,7 @@ import (
 	"github.com/ndsl/controller-manager/pkg/controller"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	crdinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions"
+	"github.com/ndsl/controller-manager/pkg/leaseguard"
 	"github.com/ndsl/controller-manager/pkg/shard"
 )
 
@@ -91,17 +91,17 @@ type ControllerContext struct {
 	filtered *filteredFactories
 
 	recorders func(component string) record.EventRecorder
-	// wrapTransport, when set, wraps every client's transport: the lease
-	// guard, which refuses writes without a fresh Lease.
-	wrapTransport func(http.RoundTripper) http.RoundTripper
+	// guard, when set, is the lease guard every client goes through: it
+	// refuses writes without a fresh Lease.
+	guard *leaseguard.Guard
 }
 
 // ClientConfig returns a copy of the client config whose user agent names the
 // controller, so the API server's audit log and metrics tell controllers apart.
 func (c ControllerContext) ClientConfig(controller string) *rest.Config {
 	cfg := rest.AddUserAgent(rest.CopyConfig(c.KubeConfig), "controller-manager/"+controller)
-	if c.wrapTransport != nil {
-		cfg.Wrap(c.wrapTransport)
+	if c.guard != nil {
+		cfg = c.guard.ClientConfig(cfg)
 	}
 	return cfg
 }
