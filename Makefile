@@ -66,7 +66,7 @@ promtool: ## Build promtool from Go modules, for the alert rules' unit tests (ma
 	hack/build-promtool.sh
 
 .PHONY: generate
-generate: ## Regenerate clients, listers, informers, apply configurations, CRDs, docs/api-reference.md, docs/flags.md, the PrometheusRule (from manifests/alerts) and the chart's copies.
+generate: ## Regenerate clients, listers, informers, apply configurations, CRDs, docs/api-reference.md, docs/flags.md, the controllers' RBAC (from their descriptors), the PrometheusRule (from manifests/alerts) and the chart's copies.
 	hack/update-codegen.sh
 	hack/boilerplate.sh
 

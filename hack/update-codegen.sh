@@ -2,7 +2,9 @@
 # Regenerates everything derived from apis/: deepcopy functions, the typed
 # clientset, listers, informers and apply configurations in pkg/generated/,
 # the CRD manifests in manifests/crd/, docs/api-reference.md from them,
-# docs/flags.md from the manager's flags, the
+# docs/flags.md and the README's table of controllers from the manager's
+# flags and registry, the controllers' RBAC (kustomize's
+# and the chart's) from their descriptors (hack/rbacgen), the
 # PrometheusRule of manifests/components/alerts from the rule file
 # manifests/alerts/alerts.yaml, and the chart's copies of the CRDs, alerts and
 # dashboard (hack/update-chart.sh).
@@ -58,8 +60,10 @@ go tool -modfile="${TOOLS_DIR}/go.mod" controller-gen \
 
 echo "Generating docs/api-reference.md"
 go run ./hack/apidocs --crds manifests/crd --out docs/api-reference.md
-echo "Generating docs/flags.md"
+echo "Generating docs/flags.md and the README's table of controllers"
 go run ./hack/flagdocs --out docs/flags.md
+echo "Generating the controllers' RBAC (manifests/rbac/controllers, manifests/components, the chart) from their descriptors"
+go run ./hack/rbacgen
 echo "Generating the PrometheusRule from manifests/alerts/alerts.yaml"
 go run ./hack/prometheusrule manifests/alerts/alerts.yaml >manifests/components/alerts/prometheusrule.yaml
 echo "Copying the CRDs, alerts and dashboard into the Helm chart"

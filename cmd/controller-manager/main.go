@@ -14,8 +14,8 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command controller-manager runs this project's controllers: App, Pipeline,
-// Ingress and Cleanup, under leader election, kube-controller-manager style.
+// Command controller-manager runs this project's controllers (those of
+// app.NewRegistry), under leader election, kube-controller-manager style.
 package main
 
 import (

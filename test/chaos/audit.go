@@ -29,10 +29,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
-	"github.com/ndsl/controller-manager/controllers/cleanup"
 	"github.com/ndsl/controller-manager/controllers/ingress"
-	"github.com/ndsl/controller-manager/controllers/pipeline"
 	"github.com/ndsl/controller-manager/pkg/shard"
 	"github.com/ndsl/controller-manager/test/e2e/framework"
 )
@@ -341,7 +340,7 @@ const certsLease = framework.LeaseName + "-certs"
 
 // controllerNames are the manager's controllers, as their clients' user
 // agents and their per-controller Leases name them.
-var controllerNames = []string{appcontroller.ControllerName, ingress.ControllerName, pipeline.ControllerName, cleanup.ControllerName}
+var controllerNames = app.NewRegistry().Names()
 
 // leaseTimeline is what the audit log says about one Lease: every
 // successful write of it (an acquisition, renewal or release by a manager,

@@ -41,20 +41,26 @@ func NewRegistry() Registry {
 		{
 			Name:    ingress.ControllerName,
 			Aliases: []string{"ingress-manager"},
+			Help:    "A Service annotated `ingress/http` gets an Ingress of the same name, owned by the Service.",
 			New:     newIngressController,
+			Role:    ingress.Role,
 			// A Service and its Ingress share a namespace.
 			ShardKeys: map[string]shard.Key{"services": shard.Namespace, "ingresses": shard.Namespace},
 		},
 		{
 			Name: appcontroller.ControllerName,
+			Help: "An `App` (`ingress.example.com`, v1beta1 and v1) gets an owned Deployment, and optionally a Service and an Ingress, with status and conditions.",
 			New:  newAppController,
+			Role: appcontroller.Role,
 			// An App, its children and their pods share a namespace.
 			ShardKeys: map[string]shard.Key{"apps": shard.Namespace, "deployments": shard.Namespace,
 				"services": shard.Namespace, "ingresses": shard.Namespace, "pods": shard.Namespace},
 		},
 		{
 			Name: pipeline.ControllerName,
+			Help: "A cluster-scoped `Pipeline` (`distri-infer.ndsl.cn`) gets NFS model storage (PV + PVC) and a Deployment + Service per step, pinned to nodes.",
 			New:  newPipelineController,
+			Role: pipeline.Role,
 			// Pipelines are cluster-scoped: by uid, their children with them.
 			// Namespaces and Nodes are read whole.
 			ShardKeys: map[string]shard.Key{"pipelines": shard.UID,
@@ -64,7 +70,10 @@ func NewRegistry() Registry {
 		{
 			Name:              cleanup.ControllerName,
 			DisabledByDefault: true,
-			New:               newCleanupController,
+			Help: "A sweeper on a ticker: removes this manager's children, model-storage PVs included, " +
+				"whose controlling owner is gone, once stale for `--cleanup-stale-period`.",
+			New:  newCleanupController,
+			Role: cleanup.Role,
 		},
 	}
 }

@@ -231,8 +231,14 @@ type ControllerDescriptor struct {
 	Aliases []string
 	// DisabledByDefault controllers run only when named in --controllers.
 	DisabledByDefault bool
+	// Help says in a sentence what the controller does, in Markdown: the
+	// README's table of controllers (hack/flagdocs) and --help show it.
+	Help string
 	// New builds the controller.
 	New Constructor
+	// Role is the RBAC the controller needs; hack/rbacgen renders it into
+	// manifests/ and the chart (make generate).
+	Role controller.Role
 	// ShardKeys, for a controller --shards can split, place the objects of
 	// each resource its informers list in a shard; resources not named
 	// are read whole. Nil: the controller is not split.

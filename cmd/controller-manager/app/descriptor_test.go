@@ -19,8 +19,11 @@ package app
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
 func testRegistry() Registry {
@@ -84,5 +87,30 @@ func TestRegistryRejectsDuplicateNames(t *testing.T) {
 	}
 	if err := NewRegistry().validate(); err != nil {
 		t.Fatalf("the real registry is invalid: %v", err)
+	}
+}
+
+// Every controller of the real registry declares the RBAC that hack/rbacgen
+// renders, Events included (every controller records them): one without
+// rules would be generated a ClusterRole that grants nothing.
+func TestEveryControllerDeclaresItsRBAC(t *testing.T) {
+	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+	for _, d := range NewRegistry() {
+		if d.Role.Summary == "" || len(d.Role.Rules) == 0 {
+			t.Errorf("controller %s: Role %+v: want a summary and rules", d.Name, d.Role)
+		}
+		for _, r := range d.Role.Rules {
+			if len(r.APIGroups) == 0 || len(r.Resources) == 0 || len(r.Verbs) == 0 {
+				t.Errorf("controller %s: rule %+v lacks groups, resources or verbs", d.Name, r)
+			}
+			for _, v := range r.Verbs {
+				if !slices.Contains(verbs, v) {
+					t.Errorf("controller %s: rule %+v: verb %q is not one the API server checks", d.Name, r, v)
+				}
+			}
+		}
+		if !slices.ContainsFunc(d.Role.Rules, func(r controller.Rule) bool { return reflect.DeepEqual(r, controller.EventsRule) }) {
+			t.Errorf("controller %s: no rule to record Events", d.Name)
+		}
 	}
 }

@@ -38,9 +38,7 @@ import (
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 )
 
-const usageIntro = `controller-manager runs the App, Pipeline, Ingress and Cleanup controllers
-against a Kubernetes cluster, under leader election.
-
+const usage = `
 Usage:
   controller-manager [flags]
   controller-manager crds apply|release|delete ...   (see crds --help)
@@ -60,7 +58,7 @@ func Main(args []string) int {
 	fs := pflag.NewFlagSet("controller-manager", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported in one line below
 	options.AddAll(fs, fss)
-	fs.Usage = func() { printUsage(os.Stdout, fss) }
+	fs.Usage = func() { printUsage(os.Stdout, registry, fss) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0 // fs.Usage has printed the help
@@ -112,8 +110,37 @@ func printVersionIfRequested(fs *pflag.FlagSet, w io.Writer) bool {
 	return false
 }
 
-func printUsage(w io.Writer, fss cliflag.NamedFlagSets) {
-	fmt.Fprint(w, usageIntro)
+func printUsage(w io.Writer, registry Registry, fss cliflag.NamedFlagSets) {
+	fmt.Fprintln(w, "controller-manager runs these controllers against a Kubernetes cluster, under\nleader election (--controllers):")
 	cols, _, _ := term.TerminalSize(w)
+	for _, d := range registry {
+		name := d.Name
+		if d.DisabledByDefault {
+			name += " (off by default)"
+		}
+		fmt.Fprintf(w, "\n  %s\n%s", name, indent(strings.ReplaceAll(d.Help, "`", ""), cols))
+	}
+	fmt.Fprint(w, usage)
 	cliflag.PrintSections(w, fss, cols)
+}
+
+// indent wraps text to cols (80 when not a terminal) under a 6-space indent.
+func indent(text string, cols int) string {
+	if cols <= 0 {
+		cols = 80
+	}
+	var b strings.Builder
+	line := ""
+	for _, word := range strings.Fields(text) {
+		if line != "" && 6+len(line)+1+len(word) >= cols {
+			b.WriteString("      " + line + "\n")
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	b.WriteString("      " + line + "\n")
+	return b.String()
 }

@@ -33,7 +33,7 @@ import (
 // bound to nothing but the App controller's ClusterRole from manifests/.
 func serviceAccountWithAppRole(t *testing.T) func(ns string) *rest.Config {
 	return func(ns string) *rest.Config {
-		return framework.ServiceAccountWithClusterRoles(t, cp, ns, "rbac/app-controller.yaml")
+		return framework.ServiceAccountWithClusterRoles(t, cp, ns, "rbac/controllers/app.yaml")
 	}
 }
 

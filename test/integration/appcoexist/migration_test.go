@@ -182,7 +182,7 @@ func TestMigrationKeepsEndpoints(t *testing.T) {
 	}()
 	// With nothing but the shipped ClusterRole: the migration's deletes
 	// are allowed by it.
-	e.startManagerAs(framework.ServiceAccountWithClusterRoles(t, cp, e.ns, "rbac/app-controller.yaml"))
+	e.startManagerAs(framework.ServiceAccountWithClusterRoles(t, cp, e.ns, "rbac/controllers/app.yaml"))
 
 	newSelector := map[string]string{"ingress.example.com/app": "mig"}
 	framework.Eventually(t, 2*timeout, "the migration to finish", func(ctx context.Context) (bool, error) {

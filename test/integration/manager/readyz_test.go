@@ -73,7 +73,7 @@ func TestWebhookReadinessIgnoresUnsyncedControllerAndShippedRBACSuffices(t *test
 	}
 	checkMountedCertificateExpiry(t, m, certDir)
 
-	framework.GrantClusterRoles(t, cp, ns, "rbac/ingress-controller.yaml")
+	framework.GrantClusterRoles(t, cp, ns, "rbac/controllers/ingress.yaml")
 
 	// The reflectors back off up to 30 s between failed lists.
 	framework.Eventually(t, 90*time.Second, "/readyz/informer-sync to pass", func(context.Context) (bool, error) {

@@ -182,7 +182,7 @@ func TestShippedClusterRoleSuffices(t *testing.T) {
 	}
 	client := cp.Client
 	var role rbacv1.ClusterRole
-	framework.LoadManifest(t, "rbac/pipeline-controller.yaml", &role)
+	framework.LoadManifest(t, "rbac/controllers/pipeline.yaml", &role)
 	for _, rule := range role.Rules {
 		for _, s := range append(append(rule.APIGroups, rule.Resources...), rule.Verbs...) {
 			if s == "*" {
@@ -190,7 +190,7 @@ func TestShippedClusterRoleSuffices(t *testing.T) {
 			}
 		}
 	}
-	saConfig := framework.ServiceAccountWithClusterRoles(t, cp, framework.CreateNamespace(t, client), "rbac/pipeline-controller.yaml")
+	saConfig := framework.ServiceAccountWithClusterRoles(t, cp, framework.CreateNamespace(t, client), "rbac/controllers/pipeline.yaml")
 
 	m := framework.StartManager(t, saConfig, func(o *options.Options) {
 		o.Generic.Controllers = []string{pipeline.ControllerName}
