@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/ndsl/controller-manager/pkg/controller"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 )
 
@@ -60,26 +61,41 @@ func ServiceAccount(t testing.TB, cp *controlplane.ControlPlane, ns string) *res
 // tests do not collide, and removes them when the test ends.
 func GrantClusterRoles(t testing.TB, cp *controlplane.ControlPlane, ns string, manifests ...string) {
 	t.Helper()
-	ctx := context.Background()
-	client := cp.Client
 	for _, file := range manifests {
 		var role rbacv1.ClusterRole
 		LoadManifest(t, file, &role)
-		role.Name = ns + ":" + role.Name
-		if _, err := client.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		binding := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "manager"}},
-		}
-		if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = client.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
-			_ = client.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{})
-		})
+		grant(t, cp, ns, &role)
 	}
+}
+
+// GrantRole binds the ServiceAccount "manager" of ns to a ClusterRole named
+// after ns and name with role's rules: what a controller declares, before
+// make generate renders it into manifests/.
+func GrantRole(t testing.TB, cp *controlplane.ControlPlane, ns, name string, role controller.Role) {
+	t.Helper()
+	grant(t, cp, ns, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: role.PolicyRules()})
+}
+
+// grant creates role, renamed after ns so that tests do not collide, and
+// binds the ServiceAccount "manager" of ns to it until the test ends.
+func grant(t testing.TB, cp *controlplane.ControlPlane, ns string, role *rbacv1.ClusterRole) {
+	t.Helper()
+	ctx := context.Background()
+	client := cp.Client
+	role.Name = ns + ":" + role.Name
+	if _, err := client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "manager"}},
+	}
+	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
+		_ = client.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{})
+	})
 }
