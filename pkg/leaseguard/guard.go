@@ -92,25 +92,26 @@ limitations under the License.
 // its last replica is gone, then the new one at its next try (pkg/layout).
 //
 // # Order of the lock wrappers
-// From the elector inwards (cmd/controller-manager/app):
+// From the elector inwards, as cmd/controller-manager/app stacks them (the
+// wrappers but the Guard's and the fence's are in pkg/elector):
 //
-//	assignedLock (per-controller mode only: refuses to acquire a Lease
+//	AssignedLock (per-controller mode only: refuses to acquire a Lease
 //	  membership assigns to another replica; renewals and releases pass)
 //	→ Guard.Lock (stamps "sent" right before the write, so the hold is
 //	  never dated earlier than the write went out)
 //	→ wrapLock (tests only: fault injection)
-//	→ attemptLock (refuses the writes of an attempt ended by a release wake;
+//	→ Attempts.Lock (refuses the writes of an attempt ended by a release wake;
 //	  inside the Guard so that a refused write never counts as a renewal)
 //	→ pkg/layout's fencedLock (acquires only while this replica's Lease
 //	  layout leads the group, renews only while no other does; inside the
-//	  Guard for the same reason, and outside watchedLock so that it sees
+//	  Guard for the same reason, and outside WatchedLock so that it sees
 //	  what the elector sees)
-//	→ watchedLock (per-controller mode only: reads a Lease assigned
+//	→ WatchedLock (per-controller mode only: reads a Lease assigned
 //	  elsewhere from its watch, not the API server, and shows a version
 //	  held elsewhere as released once it has been unchanged for its
 //	  LeaseDurationSeconds since the watch delivered it, which is the
 //	  invariant's "seen unchanged"; writes pass)
-//	→ retryingRelease → client-go's LeaseLock.
+//	→ RetryingRelease → client-go's LeaseLock.
 package leaseguard
 
 import (

@@ -49,6 +49,7 @@ import (
 	crdscheme "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/scheme"
 	crdinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions"
 	"github.com/ndsl/controller-manager/pkg/leaseguard"
+	"github.com/ndsl/controller-manager/pkg/shardclient"
 )
 
 // Manager is a configured controller manager, ready to Run.
@@ -299,7 +300,7 @@ type factory struct {
 // per kind of client that every controller shares.
 //
 // For a shard unit u the factories are the unit's own, and their informers
-// list and watch only its range (shardclient.go).
+// list and watch only its range (pkg/shardclient).
 func (m *Manager) controllerContext(u *unit) (ControllerContext, []factory, error) {
 	cc := ControllerContext{KubeConfig: m.config, Options: m.opts}
 	resync := resyncPeriod(m.opts.Generic.MinResyncPeriod)
@@ -309,11 +310,11 @@ func (m *Manager) controllerContext(u *unit) (ControllerContext, []factory, erro
 	if err != nil {
 		return cc, nil, fmt.Errorf("building the informers' client: %w", err)
 	}
-	var lists *shardLists
+	var lists *shardclient.Lists
 	if u != nil && u.shard != nil {
 		cc.Unit = u.Name
-		lists = newShardLists(*u.shard, u.ShardKeys)
-		kubeClient = shardedKube{Interface: kubeClient, s: lists}
+		lists = shardclient.NewLists(*u.shard, u.ShardKeys)
+		kubeClient = shardclient.Kube(kubeClient, lists)
 	}
 	// Children come from ManagedInformerFactory, the Ingress controller's
 	// Services from their own filtered factory (ingressServices); this one
@@ -329,7 +330,7 @@ func (m *Manager) controllerContext(u *unit) (ControllerContext, []factory, erro
 		return cc, nil, fmt.Errorf("building the custom resource informers' client: %w", err)
 	}
 	if lists != nil {
-		crdClient = shardedCRD{Interface: crdClient, s: lists}
+		crdClient = shardclient.CRD(crdClient, lists)
 	}
 	crdFactory := crdinformers.NewSharedInformerFactoryWithOptions(crdClient, resync,
 		crdinformers.WithTransform(controller.Compact))

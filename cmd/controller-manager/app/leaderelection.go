@@ -36,6 +36,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/pkg/elector"
 	"github.com/ndsl/controller-manager/pkg/layout"
 	"github.com/ndsl/controller-manager/pkg/leaseguard"
 	"github.com/ndsl/controller-manager/pkg/shard"
@@ -56,7 +57,7 @@ const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/na
 // instance holds the Lease. A warm standby builds the controllers and syncs
 // their caches before it competes; a cold one only once it leads. On
 // shutdown (ctx done) the controllers stop first, then the Lease is
-// released; standbys watch it and try at once (see leasewake.go). Losing
+// released; standbys watch it and try at once (see pkg/elector). Losing
 // the Lease while leading stops the controllers and returns
 // ErrLeaderElectionLost.
 func (m *Manager) runWithLeaderElection(ctx context.Context) error {
@@ -70,10 +71,10 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 	defer el.shutdown()
 	identity, namespace := el.identity, el.namespace
 	// The namespace's Leases: this Lease's release wakes a standby at once
-	// (leasewake.go), and the layout fence follows the group's.
+	// (pkg/elector), and the layout fence follows the group's.
 	watchCtx, stopWatching := context.WithCancel(ctx)
-	leases := newLeaseWatch(watchCtx, el.client, namespace)
-	defer func() { stopWatching(); leases.shutdown() }()
+	leases := elector.NewLeaseWatch(watchCtx, el.client, namespace)
+	defer func() { stopWatching(); leases.Shutdown() }()
 	fence, err := m.newFence(el, leases)
 	if err != nil {
 		return err
@@ -86,8 +87,8 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), fence.HasSynced) {
 		return nil
 	}
-	attempts := &electionAttempts{}
-	defer leases.watch(watchCtx, le.ResourceName, el.identity, attempts.wake, nil).stop()
+	attempts := &elector.Attempts{}
+	defer leases.Watch(watchCtx, le.ResourceName, el.identity, attempts.Wake, nil).Stop()
 	// Another Lease layout's last Lease released: try at once.
 	opened, unsubscribe := fence.Subscribe()
 	defer unsubscribe()
@@ -97,7 +98,7 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 			case <-watchCtx.Done():
 				return
 			case <-opened:
-				attempts.wake()
+				attempts.Wake()
 			}
 		}
 	}()
@@ -105,7 +106,7 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lock = attempts.lock(fence.Lock(lock))
+	lock = attempts.Lock(fence.Lock(lock))
 	// The controllers' clients refuse to write unless this Lease was renewed
 	// within the renew deadline (see pkg/leaseguard).
 	if m.wrapLock != nil {
@@ -140,7 +141,7 @@ func (m *Manager) runWithLeaderElection(ctx context.Context) error {
 	})
 
 	logger.Info("Waiting to acquire the lease", "lease", namespace+"/"+le.ResourceName, "identity", identity, "standby", m.opts.HA.Standby)
-	err = attempts.run(electionCtx, leaderelection.LeaderElectionConfig{
+	err = attempts.Run(electionCtx, leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   le.LeaseDuration.Duration,
 		RenewDeadline:   le.RenewDeadline.Duration,
@@ -264,7 +265,7 @@ func leaseBudget(cfg *rest.Config, leases int, retry time.Duration) {
 }
 
 // lock is the Lease called name, labelled with the group and the layout,
-// with a release that survives a late renewal (leaserelease.go).
+// with a release that survives a late renewal (elector.RetryingRelease).
 func (el *election) lock(name string) (resourcelock.Interface, error) {
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, el.namespace, name,
 		el.client.CoreV1(), el.client.CoordinationV1(),
@@ -275,13 +276,13 @@ func (el *election) lock(name string) (resourcelock.Interface, error) {
 	if ll, ok := lock.(*resourcelock.LeaseLock); ok {
 		ll.Labels = layout.Labels(el.group, el.layout)
 	}
-	return retryingRelease(lock), nil
+	return elector.RetryingRelease(lock), nil
 }
 
 // newFence follows the group's Leases on leases, the informer on every
 // Lease of the namespace, and admits this replica's acquisitions only while
 // its layout leads (pkg/layout).
-func (m *Manager) newFence(el *election, leases *leaseWatch) (*layout.Fence, error) {
+func (m *Manager) newFence(el *election, leases *elector.LeaseWatch) (*layout.Fence, error) {
 	return layout.New(layout.Config{
 		Client:        el.client,
 		Namespace:     el.namespace,
@@ -290,7 +291,7 @@ func (m *Manager) newFence(el *election, leases *leaseWatch) (*layout.Fence, err
 		Legacy:        layout.LegacyNames(el.group, m.registry.Names()),
 		Ours:          m.namesOwnLease,
 		LeaseDuration: m.opts.LeaderElection.LeaseDuration.Duration,
-	}, leases.informer)
+	}, leases.Informer())
 }
 
 // namesOwnLease says whether this replica's layout would name a Lease so,

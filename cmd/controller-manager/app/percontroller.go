@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 
+	"github.com/ndsl/controller-manager/pkg/elector"
 	"github.com/ndsl/controller-manager/pkg/layout"
 	"github.com/ndsl/controller-manager/pkg/leaseguard"
 	"github.com/ndsl/controller-manager/pkg/membership"
@@ -82,8 +83,8 @@ func (m *Manager) runPerController(ctx context.Context) error {
 	// layout fence; it stops after them (deferred before runCtx's cancel
 	// runs).
 	leaseCtx, stopLeases := context.WithCancel(context.WithoutCancel(ctx))
-	leases := newLeaseWatch(leaseCtx, el.client, el.namespace)
-	defer func() { stopLeases(); leases.shutdown() }()
+	leases := elector.NewLeaseWatch(leaseCtx, el.client, el.namespace)
+	defer func() { stopLeases(); leases.Shutdown() }()
 	fence, err := m.newFence(el, leases)
 	if err != nil {
 		return err
@@ -135,31 +136,24 @@ func (m *Manager) runPerController(ctx context.Context) error {
 // A shard unit (cold not nil) is built, with informers of its own range,
 // only once it leads, and stopped when it stops leading: a replica caches
 // only the shards it leads.
-func (m *Manager) leadController(ctx context.Context, el *election, leases *leaseWatch, fence *layout.Fence, set *controllerSet, d ControllerDescriptor,
+func (m *Manager) leadController(ctx context.Context, el *election, leases *elector.LeaseWatch, fence *layout.Fence, set *controllerSet, d ControllerDescriptor,
 	c Controller, guard *leaseguard.Guard, members *membership.Members, cold *coldUnit) error {
 	le := m.opts.LeaderElection
 	name := controllerLease(le.ResourceName, d.Name)
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "controller", d.Name, "lease", el.namespace+"/"+name)
-	attempts := &electionAttempts{}
+	attempts := &elector.Attempts{}
 	mine := func() bool { return members.Mine(d.Name) }
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	// Assigned here while its Lease is free or expired, and not fenced
 	// out: try at once, not at the next retry.
 	expired := make(chan struct{}, 1)
-	watched := leases.watch(ctx, name, el.identity, attempts.wake, func() {
+	watched := leases.Watch(ctx, name, el.identity, attempts.Wake, func() {
 		select {
 		case expired <- struct{}{}:
 		default:
 		}
 	})
-	defer func() { stopWatching(); watched.stop() }()
-	takeable := func() bool {
-		if watched.released() {
-			return true
-		}
-		lease, _ := watched.lookup()
-		return lease != nil && watched.expired(leaseRecord(lease), time.Now())
-	}
+	defer func() { stopWatching(); watched.Stop() }()
 	assignments, unsubscribe := members.Subscribe()
 	opened, unsubscribeFence := fence.Subscribe() // another layout's last Lease released
 	go func() {
@@ -173,8 +167,8 @@ func (m *Manager) leadController(ctx context.Context, el *election, leases *leas
 			case <-expired:
 			case <-opened:
 			}
-			if mine() && takeable() {
-				attempts.wake()
+			if mine() && watched.Takeable() {
+				attempts.Wake()
 			}
 		}
 	}()
@@ -186,13 +180,13 @@ func (m *Manager) leadController(ctx context.Context, el *election, leases *leas
 		if err != nil {
 			return err
 		}
-		lock = &watchedLock{Interface: lock, lease: watched, mine: mine}
-		lock = attempts.lock(fence.Lock(lock))
+		lock = elector.WatchedLock(lock, watched, mine)
+		lock = attempts.Lock(fence.Lock(lock))
 		if m.wrapLock != nil {
 			lock = m.wrapLock(lock)
 		}
 		// The wrappers' order, and why, is in the leaseguard package doc.
-		al := &assignedLock{Interface: guard.Lock(lock), mine: mine}
+		al := elector.AssignedLock(guard.Lock(lock), mine)
 
 		// As in the single-Lease mode, the election has its own context so
 		// that the Lease is released only after the controller drained.
@@ -207,7 +201,7 @@ func (m *Manager) leadController(ctx context.Context, el *election, leases *leas
 		})
 		// Run returns when the Lease is lost or released; a controller that
 		// led has then been cancelled and stops within leaseLostGrace.
-		err = attempts.run(electionCtx, leaderelection.LeaderElectionConfig{
+		err = attempts.Run(electionCtx, leaderelection.LeaderElectionConfig{
 			Lock:            al,
 			LeaseDuration:   le.LeaseDuration.Duration,
 			RenewDeadline:   le.RenewDeadline.Duration,

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package app
+package elector
 
 import (
 	"bytes"
@@ -46,7 +46,7 @@ func (l *countingLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRec
 func TestWatchedLockReadsAHeldLeaseFromTheAPIServer(t *testing.T) {
 	inner := &countingLock{memLock: memLock{id: "me"}}
 	watched := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("other")}}
-	l := &watchedLock{Interface: inner, lease: &watchedLease{lookup: func() (*coordinationv1.Lease, bool) { return watched, true }}, mine: func() bool { return false }}
+	l := &watchedLock{Interface: inner, lease: &WatchedLease{lookup: func() (*coordinationv1.Lease, bool) { return watched, true }}, mine: func() bool { return false }}
 	if _, _, err := l.Get(context.Background()); err != nil || inner.reads != 0 {
 		t.Fatalf("a Lease held elsewhere: %d reads of the API server (err %v), want 0", inner.reads, err)
 	}
@@ -63,10 +63,10 @@ func TestWatchedLockShowsAnExpiredVersionReleased(t *testing.T) {
 	renewed := metav1.NewMicroTime(time.Now().Add(-time.Minute))
 	watched := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("dead"),
 		LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &renewed, AcquireTime: &renewed}}
-	lease := &watchedLease{lookup: func() (*coordinationv1.Lease, bool) { return watched, true }}
+	lease := &WatchedLease{lookup: func() (*coordinationv1.Lease, bool) { return watched, true }}
 	lease.saw(watched, "me", nil)
 	inner := &memLock{id: "me", rec: resourcelock.LeaseSpecToLeaderElectionRecord(&watched.Spec)}
-	raw := leaseRecord(watched)
+	raw := LeaseRecord(watched)
 	inner.raw = raw
 	l := &watchedLock{Interface: inner, lease: lease, mine: func() bool { return true }}
 

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package app
+package elector
 
 import (
 	"context"
@@ -50,6 +50,12 @@ type assignedLock struct {
 
 	mu      sync.Mutex
 	holding bool // the last read or write named this replica
+}
+
+// AssignedLock wraps inner so that it acquires only while mine says the
+// unit is assigned here.
+func AssignedLock(inner resourcelock.Interface, mine func() bool) resourcelock.Interface {
+	return &assignedLock{Interface: inner, mine: mine}
 }
 
 func (l *assignedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {

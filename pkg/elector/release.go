@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package app
+package elector
 
 import (
 	"context"
@@ -32,9 +32,9 @@ import (
 // at once. A release that conflicts is therefore tried again on the Lease as
 // it now is, for as long as this instance still holds it.
 
-// retryingRelease wraps a Lease's lock so that its release survives a late
+// RetryingRelease wraps a Lease's lock so that its release survives a late
 // renewal.
-func retryingRelease(inner resourcelock.Interface) resourcelock.Interface {
+func RetryingRelease(inner resourcelock.Interface) resourcelock.Interface {
 	return &releaseLock{Interface: inner}
 }
 

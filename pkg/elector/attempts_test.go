@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package app
+package elector
 
 import (
 	"context"
@@ -80,14 +80,14 @@ func ours(id string) resourcelock.LeaderElectionRecord {
 
 func TestElectionAttemptWokenCannotAcquire(t *testing.T) {
 	ctx := context.Background()
-	a := &electionAttempts{}
+	a := &Attempts{}
 	inner := &memLock{id: "me"}
-	lock := a.lock(inner)
+	lock := a.Lock(inner)
 
 	// A write after wake is refused without reaching the API.
 	_, cancel := context.WithCancel(ctx)
 	a.begin(cancel)
-	a.wake()
+	a.Wake()
 	if err := lock.Update(ctx, ours("me")); !errors.Is(err, errAttemptEnded) {
 		t.Fatalf("a write after wake returned %v, want errAttemptEnded", err)
 	}
@@ -103,7 +103,7 @@ func TestElectionAttemptWokenCannotAcquire(t *testing.T) {
 	// read the Lease before it and be refused by a conflict)...
 	ended := false
 	a.begin(func() { ended = true })
-	inner.before = a.wake
+	inner.before = a.Wake
 	if err := lock.Update(ctx, ours("me")); err != nil {
 		t.Fatalf("a write that raced wake returned %v, want it to acquire", err)
 	}
@@ -113,8 +113,8 @@ func TestElectionAttemptWokenCannotAcquire(t *testing.T) {
 	// ...and one that failed ends the attempt then, for a fresh one.
 	failing := &failingLock{memLock: memLock{id: "me"}}
 	a.begin(func() { ended = true })
-	failing.before = a.wake
-	if err := a.lock(failing).Update(ctx, ours("me")); err == nil {
+	failing.before = a.Wake
+	if err := a.Lock(failing).Update(ctx, ours("me")); err == nil {
 		t.Fatal("the failing write succeeded")
 	}
 	if !ended || !a.end() {
@@ -129,7 +129,7 @@ func TestElectionAttemptWokenCannotAcquire(t *testing.T) {
 	if err := lock.Update(ctx, ours("me")); err != nil {
 		t.Fatal(err)
 	}
-	a.wake()
+	a.Wake()
 	if woken {
 		t.Fatal("wake ended an attempt that holds the Lease")
 	}

@@ -14,7 +14,14 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package app
+// Package shardclient gives a shard unit's informers their clients: for the
+// resources its controller shards (ShardKeys), each list and watch goes
+// through pkg/shard (the API server's shardSelector where it honours it, a
+// filter on the client in every case), so whatever informer the controller
+// asks its factories for holds only the unit's range. Other resources, and
+// every other request, pass unchanged. The controllers' own clients, which
+// write, are not these.
+package shardclient
 
 import (
 	"context"
@@ -40,18 +47,10 @@ import (
 	"github.com/ndsl/controller-manager/pkg/shard"
 )
 
-// A shard unit's informers list and watch through these clients: for the
-// resources its controller shards (ShardKeys), each list and watch goes
-// through pkg/shard (the API server's shardSelector where it honours it, a
-// filter on the client in every case), so whatever informer the controller
-// asks its factories for holds only the unit's range. Other resources, and
-// every other request, pass unchanged. The controllers' own clients, which
-// write, are not these.
-
-// shardLists holds one shard ListerWatcher per resource, namespace and
+// Lists holds one shard ListerWatcher per resource, namespace and
 // selectors, so that an informer's relists and rewatches reuse it (and its
 // probe of where the range is selected).
-type shardLists struct {
+type Lists struct {
 	shard shard.Shard
 	keys  map[string]shard.Key // by resource
 
@@ -59,9 +58,10 @@ type shardLists struct {
 	lws map[string]*shard.ListerWatcher
 }
 
-func newShardLists(s shard.Shard, keys map[string]shard.Key) *shardLists {
+// NewLists returns the Lists of shard s, whose resources are placed by keys.
+func NewLists(s shard.Shard, keys map[string]shard.Key) *Lists {
 	shard.RegisterMetrics()
-	return &shardLists{shard: s, keys: keys, lws: map[string]*shard.ListerWatcher{}}
+	return &Lists{shard: s, keys: keys, lws: map[string]*shard.ListerWatcher{}}
 }
 
 type listFunc func(context.Context, metav1.ListOptions) (runtime.Object, error)
@@ -69,7 +69,7 @@ type watchFunc func(context.Context, metav1.ListOptions) (watch.Interface, error
 
 // lw is the shard ListerWatcher of resource in namespace for these
 // options' selectors; nil if the resource is not sharded.
-func (s *shardLists) lw(resource, namespace string, o metav1.ListOptions, list listFunc, watch watchFunc) *shard.ListerWatcher {
+func (s *Lists) lw(resource, namespace string, o metav1.ListOptions, list listFunc, watch watchFunc) *shard.ListerWatcher {
 	key, ok := s.keys[resource]
 	if !ok {
 		return nil
@@ -87,7 +87,7 @@ func (s *shardLists) lw(resource, namespace string, o metav1.ListOptions, list l
 
 // shardedList lists through the shard ListerWatcher, or list if the
 // resource is not sharded.
-func shardedList[L runtime.Object](ctx context.Context, s *shardLists, resource, namespace string, o metav1.ListOptions,
+func shardedList[L runtime.Object](ctx context.Context, s *Lists, resource, namespace string, o metav1.ListOptions,
 	list func(context.Context, metav1.ListOptions) (L, error), watch watchFunc) (L, error) {
 	untyped := func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) }
 	lw := s.lw(resource, namespace, o, untyped, watch)
@@ -104,7 +104,7 @@ func shardedList[L runtime.Object](ctx context.Context, s *shardLists, resource,
 
 // shardedWatch watches through the shard ListerWatcher, or watch if the
 // resource is not sharded.
-func shardedWatch[L runtime.Object](ctx context.Context, s *shardLists, resource, namespace string, o metav1.ListOptions,
+func shardedWatch[L runtime.Object](ctx context.Context, s *Lists, resource, namespace string, o metav1.ListOptions,
 	list func(context.Context, metav1.ListOptions) (L, error), watch watchFunc) (watch.Interface, error) {
 	untyped := func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) }
 	lw := s.lw(resource, namespace, o, untyped, watch)
@@ -114,10 +114,22 @@ func shardedWatch[L runtime.Object](ctx context.Context, s *shardLists, resource
 	return lw.WatchWithContext(ctx, o)
 }
 
+// Kube returns client, its lists and watches of sharded resources through
+// lists: the built-in types' informer client of a shard unit.
+func Kube(client kubernetes.Interface, lists *Lists) kubernetes.Interface {
+	return shardedKube{Interface: client, s: lists}
+}
+
+// CRD returns client, its lists and watches of sharded resources through
+// lists: the custom resources' informer client of a shard unit.
+func CRD(client versioned.Interface, lists *Lists) versioned.Interface {
+	return shardedCRD{Interface: client, s: lists}
+}
+
 // shardedKube is the built-in types' informer client of a shard unit.
 type shardedKube struct {
 	kubernetes.Interface
-	s *shardLists
+	s *Lists
 }
 
 func (c shardedKube) AppsV1() typedappsv1.AppsV1Interface {
@@ -134,7 +146,7 @@ func (c shardedKube) NetworkingV1() typednetworkingv1.NetworkingV1Interface {
 
 type shardedAppsV1 struct {
 	typedappsv1.AppsV1Interface
-	s *shardLists
+	s *Lists
 }
 
 func (g shardedAppsV1) Deployments(ns string) typedappsv1.DeploymentInterface {
@@ -143,7 +155,7 @@ func (g shardedAppsV1) Deployments(ns string) typedappsv1.DeploymentInterface {
 
 type shardedDeployments struct {
 	typedappsv1.DeploymentInterface
-	s  *shardLists
+	s  *Lists
 	ns string
 }
 
@@ -157,7 +169,7 @@ func (r shardedDeployments) Watch(ctx context.Context, o metav1.ListOptions) (wa
 
 type shardedCoreV1 struct {
 	typedcorev1.CoreV1Interface
-	s *shardLists
+	s *Lists
 }
 
 func (g shardedCoreV1) Services(ns string) typedcorev1.ServiceInterface {
@@ -178,7 +190,7 @@ func (g shardedCoreV1) PersistentVolumes() typedcorev1.PersistentVolumeInterface
 
 type shardedServices struct {
 	typedcorev1.ServiceInterface
-	s  *shardLists
+	s  *Lists
 	ns string
 }
 
@@ -192,7 +204,7 @@ func (r shardedServices) Watch(ctx context.Context, o metav1.ListOptions) (watch
 
 type shardedPods struct {
 	typedcorev1.PodInterface
-	s  *shardLists
+	s  *Lists
 	ns string
 }
 
@@ -206,7 +218,7 @@ func (r shardedPods) Watch(ctx context.Context, o metav1.ListOptions) (watch.Int
 
 type shardedClaims struct {
 	typedcorev1.PersistentVolumeClaimInterface
-	s  *shardLists
+	s  *Lists
 	ns string
 }
 
@@ -220,7 +232,7 @@ func (r shardedClaims) Watch(ctx context.Context, o metav1.ListOptions) (watch.I
 
 type shardedVolumes struct {
 	typedcorev1.PersistentVolumeInterface
-	s *shardLists
+	s *Lists
 }
 
 func (r shardedVolumes) List(ctx context.Context, o metav1.ListOptions) (*corev1.PersistentVolumeList, error) {
@@ -233,7 +245,7 @@ func (r shardedVolumes) Watch(ctx context.Context, o metav1.ListOptions) (watch.
 
 type shardedNetworkingV1 struct {
 	typednetworkingv1.NetworkingV1Interface
-	s *shardLists
+	s *Lists
 }
 
 func (g shardedNetworkingV1) Ingresses(ns string) typednetworkingv1.IngressInterface {
@@ -242,7 +254,7 @@ func (g shardedNetworkingV1) Ingresses(ns string) typednetworkingv1.IngressInter
 
 type shardedIngresses struct {
 	typednetworkingv1.IngressInterface
-	s  *shardLists
+	s  *Lists
 	ns string
 }
 
@@ -257,7 +269,7 @@ func (r shardedIngresses) Watch(ctx context.Context, o metav1.ListOptions) (watc
 // shardedCRD is the custom resources' informer client of a shard unit.
 type shardedCRD struct {
 	versioned.Interface
-	s *shardLists
+	s *Lists
 }
 
 func (c shardedCRD) AppV1beta1() typedapp.AppV1beta1Interface {
@@ -270,7 +282,7 @@ func (c shardedCRD) PipelineV1beta1() typedpipeline.PipelineV1beta1Interface {
 
 type shardedAppGroup struct {
 	typedapp.AppV1beta1Interface
-	s *shardLists
+	s *Lists
 }
 
 func (g shardedAppGroup) Apps(ns string) typedapp.AppInterface {
@@ -279,7 +291,7 @@ func (g shardedAppGroup) Apps(ns string) typedapp.AppInterface {
 
 type shardedApps struct {
 	typedapp.AppInterface
-	s  *shardLists
+	s  *Lists
 	ns string
 }
 
@@ -293,7 +305,7 @@ func (r shardedApps) Watch(ctx context.Context, o metav1.ListOptions) (watch.Int
 
 type shardedPipelineGroup struct {
 	typedpipeline.PipelineV1beta1Interface
-	s *shardLists
+	s *Lists
 }
 
 func (g shardedPipelineGroup) Pipelines() typedpipeline.PipelineInterface {
@@ -302,7 +314,7 @@ func (g shardedPipelineGroup) Pipelines() typedpipeline.PipelineInterface {
 
 type shardedPipelines struct {
 	typedpipeline.PipelineInterface
-	s *shardLists
+	s *Lists
 }
 
 func (r shardedPipelines) List(ctx context.Context, o metav1.ListOptions) (*pipelinev1beta1.PipelineList, error) {

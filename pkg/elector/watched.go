@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package app
+package elector
 
 import (
 	"context"
@@ -27,7 +27,7 @@ import (
 )
 
 // watchedLock reads a unit's Lease from the watch this replica keeps on it
-// (leaseWatch) instead of the API server while membership assigns the
+// (LeaseWatch) instead of the API server while membership assigns the
 // unit elsewhere. Every replica runs an elector for every unit, and an
 // elector that does not hold its Lease reads it every retry period: with
 // --shards, those reads crowded the client that renews the Leases held here
@@ -36,8 +36,14 @@ import (
 // go to the API server, so an acquisition updates the Lease as it is.
 type watchedLock struct {
 	resourcelock.Interface
-	lease *watchedLease
+	lease *WatchedLease
 	mine  func() bool
+}
+
+// WatchedLock wraps inner, the lock of the Lease lease follows, for a unit
+// that mine says is assigned here.
+func WatchedLock(inner resourcelock.Interface, lease *WatchedLease, mine func() bool) resourcelock.Interface {
+	return &watchedLock{Interface: inner, lease: lease, mine: mine}
 }
 
 // A Lease the watch shows held by this replica is read from the API server
@@ -46,7 +52,7 @@ type watchedLock struct {
 // wake) leaves this replica the holder of a Lease it never read; the
 // elector would renew it with nothing to update until it expired.
 //
-// A version held elsewhere that expired by the watch (watchedLease) is
+// A version held elsewhere that expired by the watch (WatchedLease) is
 // shown released, so that a new elector takes it at once instead of
 // waiting a lease duration from its own first sight.
 func (l *watchedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
@@ -62,7 +68,7 @@ func (l *watchedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionReco
 		if lease == nil {
 			return nil, nil, apierrors.NewNotFound(coordinationv1.Resource("leases"), l.Describe())
 		}
-		rec, raw = resourcelock.LeaseSpecToLeaderElectionRecord(&lease.Spec), leaseRecord(lease)
+		rec, raw = resourcelock.LeaseSpecToLeaderElectionRecord(&lease.Spec), LeaseRecord(lease)
 	}
 	if rec.HolderIdentity != "" && rec.HolderIdentity != l.Identity() && l.lease.expired(raw, time.Now()) {
 		shown := *rec
@@ -72,9 +78,9 @@ func (l *watchedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionReco
 	return rec, raw, nil
 }
 
-// leaseRecord is the Lease's record as resourcelock.LeaseLock's Get
+// LeaseRecord is the Lease's record as resourcelock.LeaseLock's Get
 // returns it raw.
-func leaseRecord(lease *coordinationv1.Lease) []byte {
+func LeaseRecord(lease *coordinationv1.Lease) []byte {
 	raw, _ := json.Marshal(*resourcelock.LeaseSpecToLeaderElectionRecord(&lease.Spec))
 	return raw
 }
