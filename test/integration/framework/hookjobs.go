@@ -32,13 +32,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/crds"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 )
 
 // RunHookJobs stands in for the Job controller and the kubelet, which do
 // not run in the local control plane, for the chart's CRD hook Jobs: it runs each Job's args
-// through app.RunCRDs as the Job's ServiceAccount (impersonated, so the
+// through crds.Run as the Job's ServiceAccount (impersonated, so the
 // hook's ClusterRole is what is tested), with its ConfigMap volume as a
 // directory, and then marks the Job complete (or failed), which is what
 // helm waits for. It returns a function that stops it.
@@ -103,7 +103,7 @@ func runHookJob(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + job.Namespace, "system:authenticated"},
 	}
 	_, runCtx := ktesting.NewTestContext(t)
-	err := app.RunCRDs(runCtx, sa, args)
+	err := crds.Run(runCtx, sa, args)
 	now := metav1.Now()
 	job.Status.StartTime = &now
 	if err != nil {

@@ -14,7 +14,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package app
+// Package crds is the manager's crds subcommand: the install and uninstall
+// steps of the App and Pipeline CRDs that the Helm chart's hook Jobs run.
+package crds
 
 import (
 	"context"
@@ -43,7 +45,8 @@ import (
 	"github.com/ndsl/controller-manager/pkg/certs"
 )
 
-const crdsUsage = `controller-manager crds: install and uninstall steps for the App and Pipeline
+// Usage is the subcommand's --help.
+const Usage = `controller-manager crds: install and uninstall steps for the App and Pipeline
 CRDs, run by the Helm chart's hook Jobs and by make undeploy KEEP_CRDS=1.
 
 Usage:
@@ -63,56 +66,36 @@ Usage:
 // crdFieldManager names the writes of the crds subcommand in managedFields.
 const crdFieldManager = "controller-manager-crds"
 
-// crdsMain runs the crds subcommand and returns the exit code.
-func crdsMain(args []string) int {
-	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
-		fmt.Print(crdsUsage)
-		return 0
-	}
-	step, err := parseCRDStep(args)
-	if err != nil {
-		return fail(err)
-	}
-	cfg, err := loadRESTConfig(step.kubeconfig)
-	if err != nil {
-		return fail(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	ctx = klog.NewContext(ctx, klog.Background())
-	if err := step.run(ctx, cfg); err != nil {
-		return fail(err)
-	}
-	return 0
-}
-
-// RunCRDs runs one crds step (args as after "controller-manager crds")
+// Run runs one crds step (args as after "controller-manager crds")
 // against cfg; --kubeconfig is ignored. The chart's tests run its hook
 // Jobs' args through it.
-func RunCRDs(ctx context.Context, cfg *rest.Config, args []string) error {
-	step, err := parseCRDStep(args)
+func Run(ctx context.Context, cfg *rest.Config, args []string) error {
+	step, err := Parse(args)
 	if err != nil {
 		return err
 	}
-	return step.run(ctx, cfg)
+	return step.Run(ctx, cfg)
 }
 
-// crdStep is one parsed crds command line.
-type crdStep struct {
-	name, dir, kubeconfig string
-	crds                  []string
+// Step is one parsed crds command line.
+type Step struct {
+	// Kubeconfig is --kubeconfig, empty when not given.
+	Kubeconfig string
+	name, dir  string
+	crds       []string
 }
 
-func parseCRDStep(args []string) (*crdStep, error) {
+// Parse parses a crds command line (args as after "controller-manager crds").
+func Parse(args []string) (*Step, error) {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return nil, errors.New("crds: want a step first: apply, release or delete (see crds --help)")
 	}
-	s := &crdStep{name: args[0]}
+	s := &Step{name: args[0]}
 	fs := pflag.NewFlagSet("crds "+s.name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&s.dir, "dir", "", "Directory of the CRD manifests to apply.")
 	fs.StringSliceVar(&s.crds, "crd", nil, "Name of a CRD to release or delete; repeatable.")
-	fs.StringVar(&s.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty: in-cluster, else $KUBECONFIG.")
+	fs.StringVar(&s.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty: in-cluster, else $KUBECONFIG.")
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, fmt.Errorf("crds %s: %w", s.name, err)
 	}
@@ -130,7 +113,8 @@ func parseCRDStep(args []string) (*crdStep, error) {
 	return s, nil
 }
 
-func (s *crdStep) run(ctx context.Context, cfg *rest.Config) error {
+// Run runs the step against cfg.
+func (s *Step) Run(ctx context.Context, cfg *rest.Config) error {
 	client, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
 		return err
