@@ -91,7 +91,7 @@ func write(root string, registry app.Registry) error {
 		labels := "    {{- include \"cm.labels\" . | nindent 4 }}\n"
 		subjects := "subjects:\n  {{- include \"cm.subject\" . | nindent 2 }}\n"
 		if d.DisabledByDefault {
-			fmt.Fprintf(&chart, "{{- if dig %q \"enabled\" false .Values.AsMap }}\n", d.Name)
+			fmt.Fprintf(&chart, "{{- if (index .Values %q | default dict).enabled }}\n", d.Name)
 		}
 		chart.WriteString("---\n" + clusterRole(d.Name, d.Role, labels) + "---\n" + clusterRoleBinding(d.Name, labels, subjects))
 		if d.DisabledByDefault {
