@@ -48,9 +48,11 @@ type Watch struct {
 	held     map[string]string // held unit Lease → its layout
 	overlaps []string
 	// released is, by layout, when a Lease of it was last seen released;
-	// acquired, by Lease, when it was first seen held.
-	released map[string]time.Time
-	acquired map[string]time.Time
+	// releasedLease the same by Lease; acquired, by Lease, when it was
+	// first seen held.
+	released      map[string]time.Time
+	releasedLease map[string]time.Time
+	acquired      map[string]time.Time
 }
 
 // Start follows the Leases of group in namespace until Stop or the end of
@@ -61,7 +63,7 @@ func Start(t testing.TB, client kubernetes.Interface, namespace, group string, l
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	w := &Watch{group: group, legacy: legacy, stop: cancel, held: map[string]string{},
-		released: map[string]time.Time{}, acquired: map[string]time.Time{}}
+		released: map[string]time.Time{}, releasedLease: map[string]time.Time{}, acquired: map[string]time.Time{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	informer := factory.Coordination().V1().Leases().Informer()
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -106,6 +108,7 @@ func (w *Watch) saw(obj any) {
 	if holder == "" || strings.HasPrefix(holder, "(") {
 		if _, ok := w.held[lease.Name]; ok {
 			w.released[l] = time.Now()
+			w.releasedLease[lease.Name] = w.released[l]
 		}
 		delete(w.held, lease.Name)
 		return
@@ -140,6 +143,13 @@ func (w *Watch) Handover(from string, leases []string) (time.Duration, bool) {
 	}
 	released, ok := w.released[from]
 	return last.Sub(released), ok && !last.Before(released)
+}
+
+// Released is when the Lease name was last seen released; zero if never.
+func (w *Watch) Released(name string) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.releasedLease[name]
 }
 
 // Stop stops following the Leases.

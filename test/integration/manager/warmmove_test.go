@@ -23,16 +23,14 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/utils/ptr"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
+	"github.com/ndsl/controller-manager/pkg/layout/layouttest"
 	"github.com/ndsl/controller-manager/pkg/shard"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
@@ -129,7 +127,7 @@ func TestShardsMoveWarmToAJoiningReplica(t *testing.T) {
 	framework.Eventually(t, 60*time.Second, "a leads every shard", func(context.Context) (bool, error) {
 		return len(controllersLed(t, replicas["a"])) == shards, nil
 	})
-	releases := watchReleases(t, leaseNS)
+	releases := layouttest.Start(t, cp.Client, leaseNS, "warm", nil)
 	joined := time.Now()
 	replicas["b"] = start("b")
 	var ledBy map[string]string
@@ -162,7 +160,7 @@ func TestShardsMoveWarmToAJoiningReplica(t *testing.T) {
 			continue
 		}
 		t.Logf("%s started on %s %v after b started, %v after its Lease was released; its cache synced: %v (%d Services)", s.unit, s.replica,
-			s.at.Sub(joined).Round(time.Millisecond), s.at.Sub(releases.last("warm-"+s.unit)).Round(time.Millisecond), s.synced, s.cached)
+			s.at.Sub(joined).Round(time.Millisecond), s.at.Sub(releases.Released("warm-"+s.unit)).Round(time.Millisecond), s.synced, s.cached)
 		if s.replica == "b" && !s.synced {
 			t.Errorf("%s moved to b and started with its cache not synced: a cold move", s.unit)
 		}
@@ -189,44 +187,9 @@ func TestShardsMoveWarmToAJoiningReplica(t *testing.T) {
 			continue
 		}
 		t.Logf("%s started on %s %v after a got SIGTERM, %v after its Lease was released; its cache synced: %v (%d Services)", s.unit, s.replica,
-			s.at.Sub(stopped).Round(time.Millisecond), s.at.Sub(releases.last("warm-"+s.unit)).Round(time.Millisecond), s.synced, s.cached)
+			s.at.Sub(stopped).Round(time.Millisecond), s.at.Sub(releases.Released("warm-"+s.unit)).Round(time.Millisecond), s.synced, s.cached)
 		if fromA[s.unit] && !s.synced {
 			t.Errorf("%s moved from a, stopped, to b and started with its cache not synced: a cold move", s.unit)
 		}
 	}
-}
-
-// releaseLog records when each Lease of a namespace was last seen released.
-type releaseLog struct {
-	mu sync.Mutex
-	at map[string]time.Time
-}
-
-func watchReleases(t *testing.T, ns string) *releaseLog {
-	l := &releaseLog{at: map[string]time.Time{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	factory := informers.NewSharedInformerFactoryWithOptions(cp.Client, 0, informers.WithNamespace(ns))
-	informer := factory.Coordination().V1().Leases().Informer()
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(oldObj, newObj any) {
-			old, lease := oldObj.(*coordinationv1.Lease), newObj.(*coordinationv1.Lease)
-			if ptr.Deref(old.Spec.HolderIdentity, "") != "" && ptr.Deref(lease.Spec.HolderIdentity, "") == "" {
-				l.mu.Lock()
-				l.at[lease.Name] = time.Now()
-				l.mu.Unlock()
-			}
-		},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	return l
-}
-
-func (l *releaseLog) last(name string) time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.at[name]
 }
