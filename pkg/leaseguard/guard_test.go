@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -383,5 +384,46 @@ func TestConnectionSendsNothingPastTheRenewDeadline(t *testing.T) {
 	}
 	if n := received.Load(); n != 2 {
 		t.Fatalf("the server received %d requests, want 2", n)
+	}
+}
+
+// The Guard's transport is made from the first config; the clients of
+// later configs keep what they set per request (user agent, impersonation),
+// and every request carries the credentials once.
+func TestClientConfigKeepsWhatEachConfigSets(t *testing.T) {
+	type seen struct{ agent, auth, impersonate []string }
+	got := make(chan seen, 2)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		got <- seen{r.Header.Values("User-Agent"), r.Header.Values("Authorization"), r.Header.Values("Impersonate-User")}
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+
+	g := New("test", 10*time.Second)
+	g.Renewed(time.Now())
+	base := &rest.Config{Host: srv.URL, BearerToken: "t0k3n",
+		TLSClientConfig: rest.TLSClientConfig{CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})}}
+	for _, tc := range []struct{ agent, user string }{{"controller-manager/app", ""}, {"controller-manager/ingress", "alice"}} {
+		cfg := rest.CopyConfig(base)
+		cfg.UserAgent, cfg.Impersonate.UserName = tc.agent, tc.user
+		client, err := rest.HTTPClientFor(g.ClientConfig(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodPut, srv.URL+"/x", strings.NewReader("{}"))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		s := <-got
+		var wantUser []string
+		if tc.user != "" {
+			wantUser = []string{tc.user}
+		}
+		if !slices.Equal(s.agent, []string{tc.agent}) || !slices.Equal(s.auth, []string{"Bearer t0k3n"}) || !slices.Equal(s.impersonate, wantUser) {
+			t.Errorf("config %+v: the server saw user agent %q, authorization %q, impersonation %q", tc, s.agent, s.auth, s.impersonate)
+		}
 	}
 }
