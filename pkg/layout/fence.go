@@ -78,9 +78,9 @@ type Fence struct {
 	seen     map[string]*sighting // the group's Leases, by name
 	reported string               // the refusal last logged
 	// blocked: as last judged, a Lease or member of another layout keeps
-	// this one from acquiring; subs are told when that ends.
+	// this one from acquiring; opened is told when that ends.
 	blocked bool
-	subs    []chan struct{}
+	opened  membership.Signal
 
 	flipMu sync.Mutex
 }
@@ -197,32 +197,15 @@ func (f *Fence) judge() {
 	f.mu.Lock()
 	was := f.blocked
 	f.blocked = blocked
-	var subs []chan struct{}
-	if was && !blocked {
-		subs = slices.Clone(f.subs)
-	}
 	f.mu.Unlock()
-	for _, c := range subs {
-		select {
-		case c <- struct{}{}:
-		default:
-		}
+	if was && !blocked {
+		f.opened.Notify()
 	}
 }
 
 // Subscribe returns a channel told whenever the last Lease or member of
 // another layout stops keeping this layout from acquiring; cancel ends it.
-func (f *Fence) Subscribe() (<-chan struct{}, func()) {
-	c := make(chan struct{}, 1)
-	f.mu.Lock()
-	f.subs = append(f.subs, c)
-	f.mu.Unlock()
-	return c, func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.subs = slices.DeleteFunc(f.subs, func(s chan struct{}) bool { return s == c })
-	}
-}
+func (f *Fence) Subscribe() (<-chan struct{}, func()) { return f.opened.Subscribe() }
 
 // view is what the fence decides by, from the Leases as last seen.
 type view struct {

@@ -105,7 +105,8 @@ type Members struct {
 	gen, writtenGen int
 	assigned        map[string]string // unit → member, from the live members
 	live            []string
-	subs            []chan struct{}
+	// changes wakes Subscribe's callers.
+	changes Signal
 	// offer wakes Run to state a new offer at once, not at the next tick.
 	offer chan struct{}
 	// writing is held by a renewal and by Leave for their writes.
@@ -372,17 +373,7 @@ func (m *Members) Live() []string {
 // the assignment or of what a member states warm (coalesced: a slow reader
 // misses no change, only repeats),
 // and the function that ends the subscription.
-func (m *Members) Subscribe() (<-chan struct{}, func()) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ch := make(chan struct{}, 1)
-	m.subs = append(m.subs, ch)
-	return ch, func() {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		m.subs = slices.DeleteFunc(m.subs, func(c chan struct{}) bool { return c == ch })
-	}
-}
+func (m *Members) Subscribe() (<-chan struct{}, func()) { return m.changes.Subscribe() }
 
 // Leave stops this replica's announcement and deletes its member Lease, so
 // that the others take its units as soon as it releases them, not a lease
@@ -534,7 +525,7 @@ func (m *Members) observe(obj any) {
 	}
 	m.mu.Unlock()
 	if !m.judge() && warmChanged {
-		m.notify() // a holder waits for its unit's assignee to be warm
+		m.changes.Notify() // a holder waits for its unit's assignee to be warm
 	}
 }
 
@@ -606,23 +597,8 @@ func (m *Members) judge() bool {
 	}
 	membersGauge.WithLabelValues(m.cfg.Group).Set(float64(len(live)))
 	assignedGauge.WithLabelValues(m.cfg.Group).Set(float64(mine))
-	m.notifyLocked()
+	m.changes.Notify()
 	return true
-}
-
-func (m *Members) notify() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.notifyLocked()
-}
-
-func (m *Members) notifyLocked() {
-	for _, ch := range m.subs {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
 }
 
 // assignOffers assigns each unit among the members that run it: the units

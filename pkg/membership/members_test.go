@@ -165,7 +165,7 @@ func TestMembersUnsubscribe(t *testing.T) {
 	}
 	kept, unsubscribe := m.Subscribe()
 	defer unsubscribe()
-	if n := len(m.subs); n != 1 {
+	if n := len(m.changes.subs); n != 1 {
 		t.Fatalf("%d subscribers after 100 ended and 1 kept, want 1", n)
 	}
 	m.observe(memberLease("b", "1", clock.Now(), "w1,w2"))
