@@ -18,9 +18,6 @@ package app
 
 import "github.com/ndsl/controller-manager/pkg/controller"
 
-// ownVerbs are the verbs on the kinds of the children it owns.
-var ownVerbs = []string{"get", "list", "watch", "create", "patch", "delete"}
-
 // Role is the RBAC the App controller needs.
 var Role = controller.Role{
 	Summary: "The App controller: reads Apps and writes their status; owns a Deployment, " +
@@ -34,14 +31,14 @@ var Role = controller.Role{
 		{Why: "Children are written with server-side apply (PATCH, creates included), never replaced (PUT). " +
 			"A Deployment is deleted by the controller only when an older manager created it on another selector, " +
 			"orphaning its pods for the one that replaces it; the garbage collector removes the others with their App.",
-			APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: ownVerbs},
+			APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: controller.ChildVerbs},
 		{Why: "Only while replacing such a Deployment: its old, empty ReplicaSets are deleted rather than orphaned for good.",
 			APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"list", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: ownVerbs},
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: controller.ChildVerbs},
 		{Why: "Read only, through an informer restricted to the Deployments' pods (managed-by label), " +
 			"for why they are unavailable in the Ready condition.",
 			APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},
-		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: ownVerbs},
+		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: controller.ChildVerbs},
 		controller.EventsRule,
 	},
 }

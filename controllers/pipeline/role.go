@@ -18,9 +18,6 @@ package pipeline
 
 import "github.com/ndsl/controller-manager/pkg/controller"
 
-// ownVerbs are the verbs on the kinds of the children it owns.
-var ownVerbs = []string{"get", "list", "watch", "create", "patch", "delete"}
-
 // Role is the RBAC the Pipeline controller needs.
 var Role = controller.Role{
 	Summary: "The Pipeline controller: reads Pipelines and Nodes, owns each Pipeline's PersistentVolume, " +
@@ -32,8 +29,8 @@ var Role = controller.Role{
 		{Why: "Owner references with blockOwnerDeletion need this where the OwnerReferencesPermissionEnforcement admission plugin is on.",
 			APIGroups: []string{"distri-infer.ndsl.cn"}, Resources: []string{"pipelines/finalizers"}, Verbs: []string{"update"}},
 		{Why: "Children are written with server-side apply (PATCH, creates included), never replaced (PUT).",
-			APIGroups: []string{""}, Resources: []string{"persistentvolumes", "persistentvolumeclaims", "services"}, Verbs: ownVerbs},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: ownVerbs},
+			APIGroups: []string{""}, Resources: []string{"persistentvolumes", "persistentvolumeclaims", "services"}, Verbs: controller.ChildVerbs},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: controller.ChildVerbs},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
 		controller.EventsRule,

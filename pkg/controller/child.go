@@ -55,7 +55,7 @@ type ApplyConfiguration[AC any] interface {
 // Deployments(namespace), PersistentVolumes()...) that writes children.
 type ChildClient[T Object, AC any] interface {
 	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
-	Apply(ctx context.Context, obj AC, opts metav1.ApplyOptions) (T, error)
+	Applier[T, AC]
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 	// Get and Watch serve only a blocker: a same-name object the selected

@@ -38,6 +38,11 @@ type Rule struct {
 	Why string
 }
 
+// ChildVerbs are the verbs on a kind a controller owns children of through
+// Children: read from its cache, server-side applied (creates included),
+// deleted; never replaced (PUT).
+var ChildVerbs = []string{"get", "list", "watch", "create", "patch", "delete"}
+
 // EventsRule is the rule every controller that records Events needs.
 var EventsRule = Rule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}
 
