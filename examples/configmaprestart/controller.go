@@ -29,7 +29,6 @@ package configmaprestart
 import (
 	"cmp"
 	"context"
-	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +36,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
@@ -80,14 +80,6 @@ type Options struct {
 // DefaultOptions returns the defaults.
 func DefaultOptions() Options { return Options{Workers: 2} }
 
-// Validate reports options the controller cannot run with.
-func (o Options) Validate() error {
-	if o.Workers < 1 {
-		return fmt.Errorf("configmap-restart: workers must be at least 1, got %d", o.Workers)
-	}
-	return nil
-}
-
 // Controller restarts the pods of labelled Deployments when their
 // ConfigMap changes.
 type Controller struct {
@@ -130,14 +122,8 @@ func NewController(deployments appsinformers.DeploymentInformer, configMaps core
 // DeploymentSelector selects the Deployments that opt in, for the
 // Deployment informer's list and watch.
 func DeploymentSelector() labels.Selector {
-	return labels.NewSelector().Add(must(labels.NewRequirement(ConfigMapLabel, "exists", nil)))
-}
-
-func must[T any](v *T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return *v
+	exists, _ := labels.NewRequirement(ConfigMapLabel, selection.Exists, nil) // a valid key: no error
+	return labels.NewSelector().Add(*exists)
 }
 
 // naming returns the keys of the cached Deployments that name cm.

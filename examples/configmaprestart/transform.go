@@ -19,7 +19,7 @@ package configmaprestart
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"sort"
+	"encoding/json"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,27 +46,8 @@ func TransformConfigMap(obj any) (any, error) {
 
 // Hash is a hash of a ConfigMap's data and binary data.
 func Hash(cm *corev1.ConfigMap) string {
-	h := sha256.New()
-	write := func(kind string, keys []string, value func(string) []byte) {
-		sort.Strings(keys)
-		for _, k := range keys {
-			// Lengths first, so that no two maps write the same bytes.
-			h.Write([]byte{kind[0], byte(len(k) >> 8), byte(len(k))})
-			h.Write([]byte(k))
-			v := value(k)
-			h.Write([]byte{byte(len(v) >> 24), byte(len(v) >> 16), byte(len(v) >> 8), byte(len(v))})
-			h.Write(v)
-		}
-	}
-	keys := make([]string, 0, len(cm.Data))
-	for k := range cm.Data {
-		keys = append(keys, k)
-	}
-	write("d", keys, func(k string) []byte { return []byte(cm.Data[k]) })
-	keys = keys[:0]
-	for k := range cm.BinaryData {
-		keys = append(keys, k)
-	}
-	write("b", keys, func(k string) []byte { return cm.BinaryData[k] })
-	return hex.EncodeToString(h.Sum(nil))[:16]
+	// encoding/json writes map keys sorted: equal data, equal bytes.
+	data, _ := json.Marshal([]any{cm.Data, cm.BinaryData}) // maps of strings and bytes: no error
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])[:16]
 }

@@ -60,14 +60,10 @@ func write(root string, registry app.Registry) error {
 	files := map[string][]byte{}
 	dir := filepath.Join(root, "manifests", "rbac", "controllers")
 	var resources []string
-	var bindings bytes.Buffer
-	bindings.WriteString(comment("", "One binding per controller's ClusterRole, so that an operator who disables a controller can drop its binding. "+
-		"The subjects name the ServiceAccount as manifests/rbac declares it (ndsl-system): kustomize writes the namespace "+
-		"it ends up in into them. "+generated))
+	var bindings []string
 	var chart bytes.Buffer
-	chart.WriteString("{{- /*\n" + strings.ReplaceAll(wrap("The controllers' ClusterRoles and bindings, as manifests/rbac/controllers and "+
-		"manifests/components have them; a controller off by default only when enabled. "+generated, 78), "\n", "\n") + "\n*/}}\n")
-	first := true
+	chart.WriteString("{{- /*\n" + wrap("The controllers' ClusterRoles and bindings, as manifests/rbac/controllers and "+
+		"manifests/components have them; a controller off by default only when enabled. "+generated, 78) + "\n*/}}\n")
 	for _, d := range registry {
 		if len(d.Role.Rules) == 0 {
 			return fmt.Errorf("controller %s declares no RBAC rules", d.Name)
@@ -81,11 +77,7 @@ func write(root string, registry app.Registry) error {
 		} else {
 			files[filepath.Join(dir, d.Name+".yaml")] = []byte(comment("", generated) + role)
 			resources = append(resources, d.Name+".yaml")
-			if !first {
-				bindings.WriteString("---\n")
-			}
-			bindings.WriteString(binding)
-			first = false
+			bindings = append(bindings, binding)
 		}
 
 		labels := "    {{- include \"cm.labels\" . | nindent 4 }}\n"
@@ -99,7 +91,9 @@ func write(root string, registry app.Registry) error {
 		}
 	}
 	resources = append(resources, "bindings.yaml")
-	files[filepath.Join(dir, "bindings.yaml")] = bindings.Bytes()
+	files[filepath.Join(dir, "bindings.yaml")] = []byte(comment("", "One binding per controller's ClusterRole, so that an operator who "+
+		"disables a controller can drop its binding. The subjects name the ServiceAccount as manifests/rbac declares it "+
+		"(ndsl-system): kustomize writes the namespace it ends up in into them. "+generated) + strings.Join(bindings, "---\n"))
 	files[filepath.Join(dir, "kustomization.yaml")] = []byte(comment("", "The controllers' RBAC. "+generated) +
 		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + strings.Join(resources, "\n  - ") + "\n")
 	files[filepath.Join(root, "charts", "controller-manager", "templates", "rbac-controllers.yaml")] = chart.Bytes()
