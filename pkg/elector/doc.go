@@ -18,6 +18,6 @@ limitations under the License.
 // election: the Lease lock wrappers (AssignedLock, WatchedLock,
 // RetryingRelease, Attempts.Lock), the one watch on the namespace's Leases
 // (LeaseWatch) and the sequence of electors it wakes (Attempts). Their
-// order, and the invariants they keep, are on the HA layer's page:
-// pkg/leaseguard's package documentation.
+// order, and the invariants they keep, are on the HA layer's page: pkg/ha's
+// package documentation.
 package elector

@@ -19,6 +19,8 @@ package app
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/rest"
@@ -88,4 +90,20 @@ type cborGates struct{ clientfeatures.Gates }
 
 func (g cborGates) Enabled(f clientfeatures.Feature) bool {
 	return f == clientfeatures.ClientsAllowCBOR || g.Gates.Enabled(f)
+}
+
+// inClusterNamespaceFile holds the pod's namespace when running in a cluster.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// leaseNamespace is the flag's value, else the pod's namespace, else "default".
+func leaseNamespace(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if data, err := os.ReadFile(inClusterNamespaceFile); err == nil {
+		if ns := strings.TrimSpace(string(data)); ns != "" {
+			return ns
+		}
+	}
+	return "default"
 }

@@ -33,11 +33,9 @@ import (
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/server/healthz"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -45,10 +43,11 @@ import (
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/pkg/controller"
+	"github.com/ndsl/controller-manager/pkg/factories"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	crdscheme "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/scheme"
-	crdinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions"
-	"github.com/ndsl/controller-manager/pkg/leaseguard"
+	"github.com/ndsl/controller-manager/pkg/ha"
+	"github.com/ndsl/controller-manager/pkg/serving"
 	"github.com/ndsl/controller-manager/pkg/shardclient"
 )
 
@@ -67,15 +66,12 @@ type Manager struct {
 	electionHealth *leaderelection.HealthzAdaptor
 	// controllerHealth is electionHealth per controller in per-controller mode.
 	controllerHealth map[string]*leaderelection.HealthzAdaptor
-	// guard makes the controllers' clients refuse writes without a fresh
-	// Lease; nil without leader election.
-	guard *leaseguard.Guard
 	// wrapLock, when set, wraps the leader election lock (tests).
 	wrapLock func(resourcelock.Interface) resourcelock.Interface
 	// webhooks serve admission and conversion; nil with --webhooks=false.
 	webhooks *webhooks
 	// lameDuck keeps the servers up, unready, after SIGTERM.
-	lameDuck *lameDuck
+	lameDuck *serving.LameDuck
 	// extraWebhooks are served beside webhookRegistrations(); tests add theirs.
 	extraWebhooks []WebhookRegistration
 }
@@ -115,9 +111,9 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 	}
 	// With a Lease per controller, what runs, reports and is health-checked
 	// is each unit (a controller, or one of its shards).
-	reported := enabled
+	reported := ha.Names(ha.Units(haControllersOf(enabled), 1))
 	if opts.LeaderElection.LeaderElect && opts.HA.PerController {
-		reported = descriptors(units(enabled, opts.HA.Shards))
+		reported = ha.Names(ha.Units(haControllersOf(enabled), opts.HA.Shards))
 	}
 	m := &Manager{opts: opts, enabled: enabled, registry: registry, status: newManagerStatus(reported)}
 	// Not ready before the informers it starts at once have synced. A
@@ -139,68 +135,69 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 		return nil, errors.New("nothing to run: no controller is enabled and --webhooks=false")
 	}
 	// The servers outlive ctx (SIGTERM) by the lame-duck delay.
-	m.lameDuck = newLameDuck(ctx, opts.Generic.ShutdownDelay)
+	m.lameDuck = serving.NewLameDuck(ctx, opts.Generic.ShutdownDelay)
 	health := []healthz.HealthChecker{healthz.PingHealthz}
 	switch {
 	case len(enabled) == 0:
 		// Webhooks only: no Lease, nothing to watch.
 	case opts.LeaderElection.LeaderElect && opts.HA.PerController:
 		m.controllerHealth = map[string]*leaderelection.HealthzAdaptor{}
-		for _, d := range reported {
+		for _, name := range reported {
 			a := leaderelection.NewLeaderHealthzAdaptor(leaderHealthTolerance)
-			m.controllerHealth[d.Name] = a
-			health = append(health, healthz.NamedCheck("leaderElection-"+d.Name, a.Check))
+			m.controllerHealth[name] = a
+			health = append(health, healthz.NamedCheck("leaderElection-"+name, a.Check))
 		}
 	case opts.LeaderElection.LeaderElect:
 		m.electionHealth = leaderelection.NewLeaderHealthzAdaptor(leaderHealthTolerance)
 		health = append(health, m.electionHealth)
 	}
-	readiness := []healthz.HealthChecker{m.lameDuck.check()}
+	readiness := []healthz.HealthChecker{m.lameDuck.Check()}
 	if opts.Webhook.Enabled {
-		if m.webhooks, err = m.startWebhooks(m.lameDuck.serving); err != nil {
+		if m.webhooks, err = m.startWebhooks(m.lameDuck.Serving()); err != nil {
 			return nil, m.abort(err)
 		}
 		readiness = append(readiness, m.webhooks.server.CertificateCheck())
 		if m.webhooks.trusted != nil {
 			readiness = append(readiness, m.webhooks.trusted)
 		}
-		m.lameDuck.stopped = append(m.lameDuck.stopped, m.webhooks.server.Stopped())
+		m.lameDuck.AddStopped(m.webhooks.server.Stopped())
 		// Callers on kept-alive connections move to the other replicas
 		// during the delay, not when the server closes at its end.
-		m.lameDuck.whenBegun(m.webhooks.server.CloseConnections)
+		m.lameDuck.WhenBegun(m.webhooks.server.CloseConnections)
 	}
 	if opts.Generic.HTTPAddress != "0" {
-		handler := newHTTPHandler(m.status, health, readiness, opts.Generic.Profiling)
+		handler := serving.Handler(serving.Endpoints{Live: health, Ready: readiness, Synced: m.status.synced,
+			Debug: func() any { return m.status.debug() }, Profiling: opts.Generic.Profiling})
 		var tlsCfg *tls.Config
 		if opts.Generic.SecureServing {
-			certs, err := servingCertificate(opts.Generic)
+			certs, err := serving.Certificate(opts.Generic.TLSCertFile, opts.Generic.TLSKeyFile)
 			if err != nil {
 				return nil, m.abort(err)
 			}
 			if m.webhooks != nil && m.webhooks.managed != nil && opts.Generic.TLSCertFile == "" {
 				// The manager's own certificate, which names the metrics
 				// Service; the self-signed one until it is loaded.
-				certs = &withFallback{primary: m.webhooks.managed, fallback: certs}
+				certs = &serving.WithFallback{Primary: m.webhooks.managed, Fallback: certs}
 			}
-			if tlsCfg, err = tlsConfig(m.lameDuck.serving, certs); err != nil {
+			if tlsCfg, err = serving.TLSConfig(m.lameDuck.Serving(), certs); err != nil {
 				return nil, m.abort(err)
 			}
-			if handler, err = withDelegatedAuth(handler, m.clientConfig("delegated-auth")); err != nil {
+			if handler, err = serving.WithDelegatedAuth(handler, m.clientConfig("delegated-auth"), serving.ProbePaths); err != nil {
 				return nil, m.abort(err)
 			}
 		}
 		var stopped <-chan struct{}
-		if m.listener, stopped, err = serveHTTP(m.lameDuck.serving, opts.Generic.HTTPAddress, handler, tlsCfg); err != nil {
+		if m.listener, stopped, err = serving.ServeHTTP(m.lameDuck.Serving(), opts.Generic.HTTPAddress, handler, tlsCfg); err != nil {
 			return nil, m.abort(err)
 		}
-		m.lameDuck.stopped = append(m.lameDuck.stopped, stopped)
+		m.lameDuck.AddStopped(stopped)
 	}
 	return m, nil
 }
 
 // abort closes what NewManager has started when it fails.
 func (m *Manager) abort(err error) error {
-	m.lameDuck.stop()
+	m.lameDuck.Stop()
 	return err
 }
 
@@ -213,8 +210,8 @@ func (m *Manager) HTTPAddr() net.Addr { return m.listener }
 // unready, still serving webhooks, for --shutdown-delay-duration since
 // shutdown began, then the servers closed.
 func (m *Manager) Run(ctx context.Context) error {
-	m.lameDuck.started()
-	defer m.lameDuck.finish(ctx)
+	m.lameDuck.Started()
+	defer m.lameDuck.Finish(ctx)
 	return m.run(ctx)
 }
 
@@ -234,30 +231,52 @@ func (m *Manager) run(ctx context.Context) error {
 		return nil
 	}
 	if !m.opts.LeaderElection.LeaderElect {
-		m.status.setLeading(m.enabled, true)
+		units := ha.Units(haControllersOf(m.enabled), 1)
+		m.status.setLeading(ha.Names(units), true)
 		// No Lease to lose: a shutdown drains, then cancels what is left.
-		set, err := m.startControllers(ctx, nil)
+		set, err := m.startSet(ctx, units, nil)
 		if err != nil {
 			return err
 		}
-		defer set.stop()
+		defer set.Stop()
 		runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancel()
-		m.runControllers(runCtx, ctx.Done(), set, set.controllers)
+		set.Run(runCtx, ctx.Done(), ha.Names(units))
 		return nil
 	}
-	if m.opts.HA.PerController {
-		return m.runPerController(ctx)
+	le := m.opts.LeaderElection
+	return ha.Run(ctx, ha.Config{
+		LeaderElection: le,
+		Namespace:      leaseNamespace(le.ResourceNamespace),
+		PerController:  m.opts.HA.PerController,
+		Shards:         m.opts.HA.Shards,
+		WarmStandby:    m.opts.HA.Standby == options.StandbyWarm,
+		Enabled:        haControllersOf(m.enabled),
+		Known:          haControllersOf(m.registry),
+		ClientConfig:   m.clientConfig("leader-election"),
+		Scheme:         Scheme,
+		Controllers:    haControllers{m},
+		WatchDog:       m.electionHealth,
+		UnitWatchDogs:  m.controllerHealth,
+		WrapLock:       m.wrapLock,
+	})
+}
+
+// haControllersOf is what the HA layer knows of the controllers ds.
+func haControllersOf(ds []ControllerDescriptor) []ha.Controller {
+	out := make([]ha.Controller, len(ds))
+	for i, d := range ds {
+		out[i] = ha.Controller{Name: d.Name, Splits: d.ShardKeys != nil}
 	}
-	return m.runWithLeaderElection(ctx)
+	return out
 }
 
 // runControllers runs controllers (of set) until ctx is done or drain is
-// closed, starting their Event sinks first.
+// closed, starting their Event sinks first: ha.Set's Run.
 //
 // ctx done means the Lease is gone: the reconciles in flight are cancelled
 // with it and runControllers returns as soon as the workers have, within
-// leaseLostGrace. drain closed means a graceful shutdown: the workers stop
+// ha.LeaseLostGrace. drain closed means a graceful shutdown: the workers stop
 // taking keys and the reconciles in flight get up to --shutdown-timeout to
 // finish; the caller cancels ctx afterwards, which ends any still running.
 func (m *Manager) runControllers(ctx context.Context, drain <-chan struct{}, set *controllerSet, controllers []Controller) {
@@ -274,7 +293,7 @@ func (m *Manager) runControllers(ctx context.Context, drain <-chan struct{}, set
 	wait := m.opts.Generic.ShutdownTimeout
 	select {
 	case <-ctx.Done():
-		wait = leaseLostGrace
+		wait = ha.LeaseLostGrace
 	case <-drain:
 	}
 
@@ -297,84 +316,36 @@ type factory struct {
 }
 
 // controllerContext builds the clients and the ONE shared informer factory
-// per kind of client that every controller shares.
+// per kind of client that every controller of a set shares.
 //
 // For a shard unit u the factories are the unit's own, and their informers
 // list and watch only its range (pkg/shardclient).
-func (m *Manager) controllerContext(u *unit) (ControllerContext, []factory, error) {
+func (m *Manager) controllerContext(u *ha.Unit) (ControllerContext, error) {
 	cc := ControllerContext{KubeConfig: m.config, Options: m.opts}
-	resync := resyncPeriod(m.opts.Generic.MinResyncPeriod)
-
 	var kubeClient kubernetes.Interface
 	kubeClient, err := kubernetes.NewForConfig(cc.ClientConfig("shared-informers"))
 	if err != nil {
-		return cc, nil, fmt.Errorf("building the informers' client: %w", err)
+		return cc, fmt.Errorf("building the informers' client: %w", err)
 	}
-	var lists *shardclient.Lists
-	if u != nil && u.shard != nil {
-		cc.Unit = u.Name
-		lists = shardclient.NewLists(*u.shard, u.ShardKeys)
-		kubeClient = shardclient.Kube(kubeClient, lists)
-	}
-	// Children come from ManagedInformerFactory, the Ingress controller's
-	// Services from their own filtered factory (ingressServices); this one
-	// is for a built-in kind a controller needs whole and cluster-wide.
-	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
-		informers.WithTransform(controller.Compact))
-	cc.InformerFactory = kubeFactory
-	cc.filtered = newFilteredFactories(kubeClient, resync, informers.WithTransform(controller.Compact))
-
 	var crdClient versioned.Interface
-	crdClient, err = versioned.NewForConfig(cc.customResourceConfig("shared-informers"))
-	if err != nil {
-		return cc, nil, fmt.Errorf("building the custom resource informers' client: %w", err)
+	if crdClient, err = versioned.NewForConfig(cc.customResourceConfig("shared-informers")); err != nil {
+		return cc, fmt.Errorf("building the custom resource informers' client: %w", err)
 	}
-	if lists != nil {
-		crdClient = shardclient.CRD(crdClient, lists)
-	}
-	crdFactory := crdinformers.NewSharedInformerFactoryWithOptions(crdClient, resync,
-		crdinformers.WithTransform(controller.Compact))
-	cc.CRDInformerFactory = crdFactory
-
 	metadataClient, err := metadata.NewForConfig(cc.ClientConfig("shared-informers"))
 	if err != nil {
-		return cc, nil, fmt.Errorf("building the metadata informers' client: %w", err)
+		return cc, fmt.Errorf("building the metadata informers' client: %w", err)
 	}
-	metadataFactory := metadatainformer.NewSharedInformerFactoryWithOptions(metadataClient, resync,
-		metadatainformer.WithTransform(controller.Compact))
-	cc.MetadataInformerFactory = metadataFactory
-
-	factories := []factory{
-		kubeFactoryOf(kubeFactory),
-		{
-			start:       metadataFactory.Start,
-			waitForSync: func(stop <-chan struct{}) bool { return allSynced(metadataFactory.WaitForCacheSync(stop)) },
-			shutdown:    metadataFactory.Shutdown,
-		},
-		{
-			start:       crdFactory.Start,
-			waitForSync: func(stop <-chan struct{}) bool { return allSynced(crdFactory.WaitForCacheSync(stop)) },
-			shutdown:    crdFactory.Shutdown,
-		},
+	if u != nil {
+		cc.Unit = u.Name
+		lists := shardclient.NewLists(*u.Shard, m.descriptor(u.Controller).ShardKeys)
+		kubeClient, crdClient = shardclient.Kube(kubeClient, lists), shardclient.CRD(crdClient, lists)
 	}
-	return cc, factories, nil
-}
-
-func kubeFactoryOf(f informers.SharedInformerFactory) factory {
-	return factory{
-		start:       f.Start,
-		waitForSync: func(stop <-chan struct{}) bool { return allSynced(f.WaitForCacheSync(stop)) },
-		shutdown:    f.Shutdown,
-	}
-}
-
-func allSynced[K comparable](synced map[K]bool) bool {
-	for _, ok := range synced {
-		if !ok {
-			return false
-		}
-	}
-	return true
+	// Children come from ManagedInformerFactory, the Ingress controller's
+	// Services from their own filtered factory (ingressServices); Kube is
+	// for a built-in kind a controller needs whole and cluster-wide.
+	cc.factories = factories.New(kubeClient, crdClient, metadataClient, resyncPeriod(m.opts.Generic.MinResyncPeriod), controller.Compact)
+	cc.InformerFactory, cc.CRDInformerFactory, cc.MetadataInformerFactory = cc.factories.Kube, cc.factories.CRD, cc.factories.Metadata
+	return cc, nil
 }
 
 // resyncPeriod spreads resyncs of different managers between min and 2×min,
@@ -393,7 +364,11 @@ func init() {
 
 // ErrLeaderElectionLost is returned by Run when the lease was lost while
 // leading; the process must exit non-zero and let a fresh start compete again.
-var ErrLeaderElectionLost = errors.New("leader election lost")
+var ErrLeaderElectionLost = ha.ErrLeaderElectionLost
+
+// leaderHealthTolerance is how long past its lease expiry a leader that
+// failed to renew still reports healthy, as in kube-controller-manager.
+const leaderHealthTolerance = 20 * time.Second
 
 // clientConfig returns a copy of the manager's client config with a user agent naming its user.
 func (m *Manager) clientConfig(user string) *rest.Config {

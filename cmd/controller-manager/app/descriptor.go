@@ -22,8 +22,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -35,6 +33,7 @@ import (
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/pkg/controller"
+	"github.com/ndsl/controller-manager/pkg/factories"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	crdinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions"
 	"github.com/ndsl/controller-manager/pkg/leaseguard"
@@ -87,8 +86,9 @@ type ControllerContext struct {
 	// Empty otherwise.
 	Unit string
 
-	// filtered holds the factories FilteredInformerFactory made.
-	filtered *filteredFactories
+	// factories are the set's: InformerFactory, CRDInformerFactory and
+	// MetadataInformerFactory, and the filtered ones by name.
+	factories *factories.Factories
 
 	recorders func(component string) record.EventRecorder
 	// guard, when set, is the lease guard every client goes through: it
@@ -142,7 +142,7 @@ func (c ControllerContext) customResourceConfig(controller string) *rest.Config 
 // The manager starts, waits for and stops it with the shared factories; a
 // controller rebuilt later gets the same factory, already started.
 func (c ControllerContext) FilteredInformerFactory(name string, opts ...informers.SharedInformerOption) informers.SharedInformerFactory {
-	return c.filtered.get(name, opts)
+	return c.factories.Filtered(name, opts...)
 }
 
 // ManagedInformerFactory returns the informer factory of the children: it
@@ -151,68 +151,13 @@ func (c ControllerContext) FilteredInformerFactory(name string, opts ...informer
 // controller reads its children's kinds from it; a same-name object without
 // the label (a blocker) is read live and watched alone (controller.BlockerWatches).
 func (c ControllerContext) ManagedInformerFactory() informers.SharedInformerFactory {
-	return c.filtered.get(managedFactoryName, []informers.SharedInformerOption{
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedSelector }),
-	})
+	return c.factories.Filtered(managedFactoryName,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedSelector }))
 }
 
 const managedFactoryName = "managed"
 
 var managedSelector = labels.SelectorFromSet(labels.Set{controller.ManagedByLabel: controller.ManagedByValue}).String()
-
-// filteredFactories are the factories of FilteredInformerFactory, by name.
-type filteredFactories struct {
-	client kubernetes.Interface
-	resync time.Duration
-	shared []informers.SharedInformerOption
-
-	mu        sync.Mutex
-	factories map[string]informers.SharedInformerFactory
-	// stop is set once the manager has started the factories.
-	stop <-chan struct{}
-}
-
-func newFilteredFactories(client kubernetes.Interface, resync time.Duration, shared ...informers.SharedInformerOption) *filteredFactories {
-	return &filteredFactories{client: client, resync: resync, shared: shared, factories: map[string]informers.SharedInformerFactory{}}
-}
-
-func (f *filteredFactories) get(name string, opts []informers.SharedInformerOption) informers.SharedInformerFactory {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if factory, ok := f.factories[name]; ok {
-		return factory
-	}
-	factory := informers.NewSharedInformerFactoryWithOptions(f.client, f.resync, append(slices.Clone(f.shared), opts...)...)
-	f.factories[name] = factory
-	return factory
-}
-
-// started records that the manager started the factories made so far, which
-// run until stop, and returns them.
-func (f *filteredFactories) started(stop <-chan struct{}) []informers.SharedInformerFactory {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.stop = stop
-	var all []informers.SharedInformerFactory
-	for _, factory := range f.factories {
-		all = append(all, factory)
-	}
-	return all
-}
-
-// startNew starts, once the manager has started the factories, the
-// informers a controller built since then added: Start starts only those
-// not yet started.
-func (f *filteredFactories) startNew() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.stop == nil {
-		return
-	}
-	for _, factory := range f.factories {
-		factory.Start(f.stop)
-	}
-}
 
 // EventRecorder returns a recorder whose events name the controller as their source.
 func (c ControllerContext) EventRecorder(controller string) record.EventRecorder {

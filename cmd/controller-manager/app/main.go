@@ -25,7 +25,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/pflag"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -51,7 +50,10 @@ Usage:
 // lost lease.
 func Main(args []string) int {
 	if len(args) > 0 && args[0] == "crds" {
-		return crdsMain(args[1:])
+		if err := crds.Main(args[1:], loadRESTConfig); err != nil {
+			return fail(err)
+		}
+		return 0
 	}
 	registry := NewRegistry()
 	opts := options.NewOptions()
@@ -90,28 +92,6 @@ func Main(args []string) int {
 	if err := m.Run(ctx); err != nil {
 		klog.FromContext(ctx).Error(err, "Controller manager stopped")
 		return 1
-	}
-	return 0
-}
-
-// crdsMain runs the crds subcommand and returns the exit code.
-func crdsMain(args []string) int {
-	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
-		fmt.Print(crds.Usage)
-		return 0
-	}
-	step, err := crds.Parse(args)
-	if err != nil {
-		return fail(err)
-	}
-	cfg, err := loadRESTConfig(step.Kubeconfig)
-	if err != nil {
-		return fail(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := step.Run(klog.NewContext(ctx, klog.Background()), cfg); err != nil {
-		return fail(err)
 	}
 	return 0
 }

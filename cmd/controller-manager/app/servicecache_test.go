@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
+	fakemetadata "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
@@ -43,6 +44,8 @@ import (
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/controllers/ingress"
 	"github.com/ndsl/controller-manager/pkg/controller"
+	"github.com/ndsl/controller-manager/pkg/factories"
+	fakecrd "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/fake"
 )
 
 // Issue 26's noisy cluster: the Services the manager does not act on, those
@@ -62,17 +65,13 @@ func TestIngressControllerCachesNoUnannotatedService(t *testing.T) {
 		return true, obj, err
 	})
 	// The shared factories as the manager builds them.
+	f := factories.New(client, fakecrd.NewSimpleClientset(), fakemetadata.NewSimpleMetadataClient(k8sruntime.NewScheme()), 0, controller.Compact)
 	cc := ControllerContext{
-		KubeConfig: &rest.Config{Host: "https://127.0.0.1:1"},
-		Options:    options.NewOptions(),
-		InformerFactory: informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(func(obj any) (any, error) {
-			if _, ok := obj.(*corev1.Service); ok {
-				return ingress.TransformService(obj)
-			}
-			return controller.Compact(obj)
-		})),
-		filtered:  newFilteredFactories(client, 0, informers.WithTransform(controller.Compact)),
-		recorders: func(string) record.EventRecorder { return record.NewFakeRecorder(10) },
+		KubeConfig:      &rest.Config{Host: "https://127.0.0.1:1"},
+		Options:         options.NewOptions(),
+		InformerFactory: f.Kube,
+		factories:       f,
+		recorders:       func(string) record.EventRecorder { return record.NewFakeRecorder(10) },
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -85,20 +84,13 @@ func TestIngressControllerCachesNoUnannotatedService(t *testing.T) {
 	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	factories := append([]informers.SharedInformerFactory{cc.InformerFactory}, cc.filtered.started(ctx.Done())...)
-	for _, f := range factories {
-		f.Start(ctx.Done())
-	}
+	f.Start(ctx.Done())
 	defer func() {
 		cancel()
-		for _, f := range factories {
-			f.Shutdown()
-		}
+		f.Shutdown()
 	}()
-	for _, f := range factories {
-		if !allSynced(f.WaitForCacheSync(ctx.Done())) {
-			t.Fatal("caches did not sync")
-		}
+	if !f.WaitForCacheSync(ctx.Done()) {
+		t.Fatal("caches did not sync")
 	}
 	runtime.GC()
 	runtime.GC()
@@ -108,7 +100,8 @@ func TestIngressControllerCachesNoUnannotatedService(t *testing.T) {
 	runtime.KeepAlive(wire)
 
 	var annotated int
-	for _, f := range factories {
+	// Every factory the Ingress controller reads Services from.
+	for _, f := range []informers.SharedInformerFactory{cc.InformerFactory, ingressServices(cc), cc.ManagedInformerFactory()} {
 		services, err := f.Core().V1().Services().Lister().List(labels.Everything())
 		if err != nil {
 			t.Fatal(err)

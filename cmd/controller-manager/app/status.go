@@ -18,7 +18,7 @@ package app
 
 import (
 	"context"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,7 +44,7 @@ type managerStatus struct {
 	identity string
 	// cachesSynced: the informers each built controller reads have synced.
 	cachesSynced map[string]bool
-	// unsynced counts the informer factories started but not yet synced.
+	// unsynced counts the sets of informers started but not yet synced.
 	unsynced int
 	// awaitingInformers is set while an instance that starts informers
 	// before it leads (a warm standby, or no leader election) has not
@@ -52,13 +52,9 @@ type managerStatus struct {
 	awaitingInformers bool
 }
 
-func newManagerStatus(enabled []ControllerDescriptor) *managerStatus {
-	s := &managerStatus{built: map[string]Controller{}, running: map[string]bool{}, leading: map[string]bool{},
-		cachesSynced: map[string]bool{}}
-	for _, d := range enabled {
-		s.enabled = append(s.enabled, d.Name)
-	}
-	sort.Strings(s.enabled)
+func newManagerStatus(enabled []string) *managerStatus {
+	s := &managerStatus{enabled: slices.Sorted(slices.Values(enabled)), built: map[string]Controller{}, running: map[string]bool{},
+		leading: map[string]bool{}, cachesSynced: map[string]bool{}}
 	return s
 }
 
@@ -123,11 +119,11 @@ func (s *managerStatus) setRunning(cs []Controller, running bool) {
 // holds their Lease and runs them. It is cleared once they have stopped,
 // before the Lease is released, not after the release returns: another
 // replica may have taken the Lease by then.
-func (s *managerStatus) setLeading(ds []ControllerDescriptor, leading bool) {
+func (s *managerStatus) setLeading(names []string, leading bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, d := range ds {
-		s.leading[d.Name] = leading
+	for _, name := range names {
+		s.leading[name] = leading
 	}
 }
 
@@ -158,7 +154,7 @@ func (s *managerStatus) addUnsynced(n int) {
 	s.unsynced += n
 }
 
-// startedInformers records n informer factories started and not yet synced.
+// startedInformers records n sets of informers started and not yet synced.
 func (s *managerStatus) startedInformers(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -180,22 +180,3 @@ func (m *Manager) runWebhookCertificates(ctx context.Context) {
 	}
 	go m.webhooks.runCerts(klog.NewContext(ctx, klog.LoggerWithName(klog.FromContext(ctx), "webhook-certificates")))
 }
-
-// withFallback is primary's certificate, or fallback's while primary has
-// none: the manager's own certificate for probes and metrics, once the
-// Secret is read, and a self-signed one before (the kubelet's HTTPS probes
-// must get an answer either way).
-type withFallback struct {
-	primary, fallback dynamiccertificates.CertKeyContentProvider
-}
-
-func (c *withFallback) Name() string { return c.primary.Name() + ", else " + c.fallback.Name() }
-
-func (c *withFallback) AddListener(l dynamiccertificates.Listener) { c.primary.AddListener(l) }
-
-func (c *withFallback) CurrentCertKeyContent() ([]byte, []byte) {
-	if cert, key := c.primary.CurrentCertKeyContent(); len(cert) > 0 && len(key) > 0 {
-		return cert, key
-	}
-	return c.fallback.CurrentCertKeyContent()
-}

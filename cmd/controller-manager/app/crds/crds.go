@@ -239,3 +239,23 @@ func releaseCRD(ctx context.Context, crds crdClient, name string) error {
 		return err
 	})
 }
+
+// Main runs the crds subcommand with args, loading the client config of
+// --kubeconfig with loadConfig.
+func Main(args []string, loadConfig func(kubeconfig string) (*rest.Config, error)) error {
+	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
+		fmt.Print(Usage)
+		return nil
+	}
+	step, err := Parse(args)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(step.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	return step.Run(klog.NewContext(ctx, klog.Background()), cfg)
+}

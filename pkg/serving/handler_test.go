@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package app
+package serving
 
 import (
 	"errors"
@@ -33,7 +33,7 @@ import (
 // synced and passes with none started (a standby); /healthz and /livez
 // follow the live checks (the leader election watchdog) and ignore caches.
 func TestProbes(t *testing.T) {
-	status := newManagerStatus(nil)
+	var unsynced atomic.Int32
 	var leaseLate, stopping atomic.Bool
 	watchdog := healthz.NamedCheck("leaderElection", func(*http.Request) error {
 		if leaseLate.Load() {
@@ -47,7 +47,8 @@ func TestProbes(t *testing.T) {
 		}
 		return nil
 	})
-	h := newHTTPHandler(status, []healthz.HealthChecker{healthz.PingHealthz, watchdog}, []healthz.HealthChecker{shuttingDown}, false)
+	h := Handler(Endpoints{Live: []healthz.HealthChecker{healthz.PingHealthz, watchdog}, Ready: []healthz.HealthChecker{shuttingDown},
+		Synced: func() bool { return unsynced.Load() == 0 }})
 	get := func(path string) (int, string) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -71,15 +72,15 @@ func TestProbes(t *testing.T) {
 	expect("/readyz?verbose", 200, "[+]ping ok", "[+]shutting-down ok")
 	expect("/readyz/informer-sync", 200, "ok")
 
-	status.addUnsynced(2)
+	unsynced.Add(2)
 	expect("/readyz", 200)
 	expect("/readyz/informer-sync", 500)
 	expect("/readyz/informer-sync?verbose", 500, "[-]informer-sync failed")
 	expect("/healthz", 200)
 	expect("/livez", 200)
-	status.addUnsynced(-1)
+	unsynced.Add(-1)
 	expect("/readyz/informer-sync", 500)
-	status.addUnsynced(-1)
+	unsynced.Add(-1)
 	expect("/readyz/informer-sync", 200)
 
 	leaseLate.Store(true)
@@ -101,7 +102,7 @@ func TestProbes(t *testing.T) {
 // and not without it.
 func TestProfilingOnlyWhenAsked(t *testing.T) {
 	for _, profiling := range []bool{false, true} {
-		h := newHTTPHandler(newManagerStatus(nil), nil, nil, profiling)
+		h := Handler(Endpoints{Synced: func() bool { return true }, Profiling: profiling})
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/pprof/", nil))
 		switch {

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package app
+package serving
 
 import (
 	"context"
@@ -24,14 +24,14 @@ import (
 )
 
 // The lame duck fails its check from the moment ctx ends, keeps the
-// servers' context alive for the delay and ends it in finish, after the
+// servers' context alive for the delay and ends it in Finish, after the
 // delay and not before.
 func TestLameDuck(t *testing.T) {
 	const delay = 200 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
-	l := newLameDuck(ctx, delay)
-	l.started()
-	check := l.check()
+	l := NewLameDuck(ctx, delay)
+	l.Started()
+	check := l.Check()
 	req := httptest.NewRequest("GET", "/readyz", nil)
 	if err := check.Check(req); err != nil {
 		t.Fatalf("check before shutdown: %v", err)
@@ -49,7 +49,7 @@ func TestLameDuck(t *testing.T) {
 	if l.serving.Err() != nil {
 		t.Fatal("the servers' context ended with ctx, before the delay")
 	}
-	l.finish(ctx)
+	l.Finish(ctx)
 	if l.serving.Err() == nil {
 		t.Error("the servers' context is still alive after finish")
 	}
@@ -61,7 +61,7 @@ func TestLameDuck(t *testing.T) {
 // A manager that is never Run still closes its servers after the delay.
 func TestLameDuckWithoutRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := newLameDuck(ctx, 10*time.Millisecond)
+	l := NewLameDuck(ctx, 10*time.Millisecond)
 	cancel()
 	select {
 	case <-l.serving.Done():
@@ -70,14 +70,14 @@ func TestLameDuckWithoutRun(t *testing.T) {
 	}
 }
 
-// whenBegun's functions run once, when shutdown begins, or at once when it
+// WhenBegun's functions run once, when shutdown begins, or at once when it
 // has begun: the webhook server is told to close connections from SIGTERM on.
 func TestLameDuckWhenBegun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := newLameDuck(ctx, time.Hour)
-	l.started()
+	l := NewLameDuck(ctx, time.Hour)
+	l.Started()
 	calls := make(chan string, 3)
-	l.whenBegun(func() { calls <- "before" })
+	l.WhenBegun(func() { calls <- "before" })
 	select {
 	case c := <-calls:
 		t.Fatalf("%s called before shutdown began", c)
@@ -92,10 +92,10 @@ func TestLameDuckWhenBegun(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("not called 5 s after shutdown began")
 	}
-	l.whenBegun(func() { calls <- "after" })
+	l.WhenBegun(func() { calls <- "after" })
 	l.begin()
 	if got := len(calls); got != 1 || <-calls != "after" {
 		t.Errorf("after shutdown began: %d more calls, want only the late one, at once", got)
 	}
-	l.stop()
+	l.Stop()
 }

@@ -14,7 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package app
+// Package serving is what the manager's servers share: a lame duck that
+// keeps them answering, unready, through a shutdown delay; the HTTP server
+// of probes and metrics; and its secure serving (a reloading certificate,
+// delegated authentication and authorization).
+package serving
 
 import (
 	"context"
@@ -27,14 +31,14 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// lameDuck keeps the webhook and HTTP servers up after SIGTERM: the replica
+// LameDuck keeps the webhook and HTTP servers up after SIGTERM: the replica
 // fails /readyz at once, so the kubelet and the endpoints stop routing to it,
 // while it still answers the callers already routed here, each answer
 // closing its connection (so that kept-alive callers reconnect elsewhere), for
 // --shutdown-delay-duration and until the controllers have drained. Only then
 // do the servers close, gracefully. Without it, callers get connection
 // refused, which the API server does not retry.
-type lameDuck struct {
+type LameDuck struct {
 	delay time.Duration
 	// serving is the servers' context; stop ends it.
 	serving context.Context
@@ -51,16 +55,17 @@ type lameDuck struct {
 	running bool
 }
 
-// newLameDuck returns the lame duck of a manager shut down by ctx.
-func newLameDuck(ctx context.Context, delay time.Duration) *lameDuck {
+// NewLameDuck returns the lame duck of a manager shut down by ctx, which
+// serves for delay after ctx is done.
+func NewLameDuck(ctx context.Context, delay time.Duration) *LameDuck {
 	serving, stop := context.WithCancel(context.WithoutCancel(ctx))
-	l := &lameDuck{delay: delay, serving: serving, stop: stop}
+	l := &LameDuck{delay: delay, serving: serving, stop: stop}
 	context.AfterFunc(ctx, func() {
 		l.begin()
 		l.mu.Lock()
 		running := l.running
 		l.mu.Unlock()
-		if !running { // NewManager without Run: nothing to drain
+		if !running { // never Started: nothing to drain
 			time.AfterFunc(delay, stop)
 		}
 	})
@@ -68,7 +73,7 @@ func newLameDuck(ctx context.Context, delay time.Duration) *lameDuck {
 }
 
 // begin marks the replica as shutting down, once, and calls onBegin.
-func (l *lameDuck) begin() time.Time {
+func (l *LameDuck) begin() time.Time {
 	l.mu.Lock()
 	var begun []func()
 	if l.since.IsZero() {
@@ -83,8 +88,8 @@ func (l *lameDuck) begin() time.Time {
 	return since
 }
 
-// whenBegun calls f once shutdown begins, or now if it has.
-func (l *lameDuck) whenBegun(f func()) {
+// WhenBegun calls f once shutdown begins, or now if it has.
+func (l *LameDuck) WhenBegun(f func()) {
 	l.mu.Lock()
 	begun := !l.since.IsZero()
 	if !begun {
@@ -96,14 +101,16 @@ func (l *lameDuck) whenBegun(f func()) {
 	}
 }
 
-func (l *lameDuck) started() {
+// Started says the manager runs, and calls Finish itself once it has
+// drained.
+func (l *LameDuck) Started() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.running = true
 }
 
-// check fails /readyz from the moment the replica starts shutting down.
-func (l *lameDuck) check() healthz.HealthChecker {
+// Check fails /readyz from the moment the replica starts shutting down.
+func (l *LameDuck) Check() healthz.HealthChecker {
 	return healthz.NamedCheck("shutting-down", func(*http.Request) error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -114,10 +121,10 @@ func (l *lameDuck) check() healthz.HealthChecker {
 	})
 }
 
-// finish is called once the controllers have drained (or stopped after a
+// Finish is called once the controllers have drained (or stopped after a
 // lost Lease): it waits out what is left of the delay, then closes the
 // servers and waits for their requests in flight.
-func (l *lameDuck) finish(ctx context.Context) {
+func (l *LameDuck) Finish(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	since := l.begin()
 	if left := time.Until(since.Add(l.delay)); left > 0 {
@@ -130,3 +137,13 @@ func (l *lameDuck) finish(ctx context.Context) {
 	}
 	logger.Info("Servers stopped", "afterShutdownBegan", time.Since(since).Round(time.Millisecond))
 }
+
+// Serving is the servers' context: it ends when they must close.
+func (l *LameDuck) Serving() context.Context { return l.serving }
+
+// AddStopped makes Finish wait for stopped, closed once a server has shut
+// down.
+func (l *LameDuck) AddStopped(stopped <-chan struct{}) { l.stopped = append(l.stopped, stopped) }
+
+// Stop closes the servers now: a manager that failed to start.
+func (l *LameDuck) Stop() { l.stop() }

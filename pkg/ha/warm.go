@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package app
+package ha
 
 import (
 	"context"
@@ -28,16 +28,53 @@ import (
 )
 
 // A shard unit caches only its range, so a replica builds one only for the
-// units it leads. When a unit moves (a replica joins, the assignment
-// rebalances, a Lease layout changes), its new assignee would start cold:
-// take the Lease, then list its range. Instead the assignee builds the unit
-// and syncs its caches as soon as membership assigns it here, and states it
-// warm in its member Lease; the holder hands the unit over only then
-// (drainWhenUnassigned), or after waitWarm if the assignee never gets there.
+// units it leads or is assigned. When a unit moves (a replica joins, the
+// assignment rebalances, a Lease layout changes), its new assignee would
+// start cold: take the Lease, then list its range. Instead the assignee
+// builds the unit and syncs its caches as soon as membership assigns it
+// here, and states it warm in its member Lease; the holder hands the unit
+// over only then (drainWhenUnassigned), or after a lease duration if the
+// assignee never gets there.
 
-// waitWarm bounds how long a holder keeps a unit assigned elsewhere while
-// the assignee builds and syncs it: a lease duration.
-func (m *Manager) waitWarm() time.Duration { return m.opts.LeaderElection.LeaseDuration.Duration }
+// coldUnit builds a shard unit: its controller, on informers of its own
+// that list and watch only its range, ahead of leading it while it is
+// assigned here (warmUnits), or when it leads.
+type coldUnit struct {
+	p *perUnit
+	u Unit
+}
+
+// take returns the unit's set for a term of leading: the one built while
+// it was assigned here, else one built now. Its Stop ends the term.
+func (c *coldUnit) take(ctx context.Context) (Set, error) {
+	set := c.p.warm.take(c.u.Name, c.p.members)
+	if set == nil {
+		var err error
+		if set, err = c.start(ctx); err != nil {
+			c.p.warm.done(c.u.Name)
+			return nil, err
+		}
+	}
+	return &termSet{Set: set, done: func() { c.p.warm.done(c.u.Name) }}, nil
+}
+
+// start builds the unit and starts its informers; its controller waits for
+// their caches before it works, as a cold standby's does.
+func (c *coldUnit) start(ctx context.Context) (Set, error) {
+	return c.p.cfg.Controllers.Start(ctx, []Unit{c.u}, c.p.guardFor)
+}
+
+// termSet is a shard unit's set for one term of leading: stopping it ends
+// the term.
+type termSet struct {
+	Set
+	done func()
+}
+
+func (t *termSet) Stop() {
+	t.Set.Stop()
+	t.done()
+}
 
 // warmUnits are the shard units this replica stands by for: assigned here,
 // led elsewhere (or by nobody yet), built, their informers running.
@@ -49,7 +86,7 @@ type warmUnits struct {
 }
 
 type warmSet struct {
-	set          *controllerSet
+	set          Set
 	stopSyncWait context.CancelFunc
 }
 
@@ -108,11 +145,7 @@ func (w *warmUnits) start(ctx context.Context, members *membership.Members, cold
 	w.sets[name] = &warmSet{set: set, stopSyncWait: stopSyncWait}
 	w.mu.Unlock()
 	go func() {
-		synced := func() bool { return true } // a controller that cannot tell is warm once built
-		if s, ok := set.controllers[0].(CacheSyncer); ok {
-			synced = s.HasSynced
-		}
-		if cache.WaitForCacheSync(syncCtx.Done(), synced) {
+		if cache.WaitForCacheSync(syncCtx.Done(), func() bool { return set.Synced(name) }) {
 			w.mu.Lock()
 			still := w.sets[name] != nil && w.sets[name].set == set
 			w.mu.Unlock()
@@ -135,12 +168,12 @@ func (w *warmUnits) stop(name string, members *membership.Members) {
 	}
 	members.SetWarm(name, false)
 	ws.stopSyncWait()
-	ws.set.stop()
+	ws.set.Stop()
 }
 
 // take hands the unit's warm set, if any, to its elector, which now leads
 // it and stops the set when it stops leading (done).
-func (w *warmUnits) take(name string, members *membership.Members) *controllerSet {
+func (w *warmUnits) take(name string, members *membership.Members) Set {
 	w.mu.Lock()
 	ws := w.sets[name]
 	delete(w.sets, name)
