@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ndsl/controller-manager/pkg/controller"
@@ -29,14 +30,8 @@ import (
 // Options configures the App controller. The manager binds them to flags;
 // tests set them directly.
 type Options struct {
-	// Name is what the controller's queue and metrics go by: the shard
-	// unit's when the manager splits the controller, else ControllerName.
-	Name string
-	// Workers is the number of Apps reconciled at once.
-	Workers int
-	// Queue is the order of the controller's queue; the manager sets it
-	// from --controller-queue. Empty is the priority queue.
-	Queue controller.QueueKind
+	// Common are the options every controller has (workers, queue, retries).
+	controller.Common
 	// IngressDomain gives an App's Ingress the host
 	// <app>.<namespace>.<domain>; empty refuses every App an Ingress (one
 	// without a host would catch every request of its class).
@@ -44,23 +39,16 @@ type Options struct {
 	// IngressClass is the class of the Apps' Ingresses; empty leaves the
 	// choice to the cluster's default IngressClass.
 	IngressClass string
-	// MaxRetries bounds an App's consecutive failed reconciles before its key
-	// is dropped until an event; 0 is controller.DefaultMaxRetries. Not a
-	// flag: tests lower it to reach the bound quickly.
-	MaxRetries int
 }
 
 // DefaultOptions returns the defaults of the flags.
 func DefaultOptions() Options {
-	return Options{Workers: 5}
+	return Options{Common: controller.Common{Workers: 5}}
 }
 
 // Validate checks the options.
 func (o *Options) Validate() error {
 	var errs []error
-	if o.Workers < 1 {
-		errs = append(errs, fmt.Errorf("--concurrent-app-syncs must be at least 1, got %d", o.Workers))
-	}
 	if domain := strings.Trim(o.IngressDomain, "."); domain != "" {
 		if msgs := validation.IsDNS1123Subdomain(domain); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("--app-ingress-domain %q: %s", o.IngressDomain, strings.Join(msgs, "; ")))
@@ -72,4 +60,13 @@ func (o *Options) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// AddFlags binds the options to their flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.IngressDomain, "app-ingress-domain", o.IngressDomain,
+		"Domain giving an App's Ingress the host <app>.<namespace>.<domain>; empty refuses every App an Ingress "+
+			"(one without a host would catch every request of its class): such an App reports Ready=False and Degraded=True, reason IngressHostRequired.")
+	fs.StringVar(&o.IngressClass, "app-ingress-class", o.IngressClass,
+		"Ingress class of the Apps' Ingresses; empty uses the cluster's default class.")
 }

@@ -28,11 +28,10 @@ func TestOptionsValidate(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", opts: DefaultOptions()},
-		{name: "domain and class", opts: Options{Workers: 1, IngressDomain: "apps.example.com", IngressClass: "nginx"}},
-		{name: "domain with dots around", opts: Options{Workers: 1, IngressDomain: ".apps.example.com."}},
-		{name: "no workers", opts: Options{}, wantErr: "--concurrent-app-syncs must be at least 1"},
-		{name: "bad domain", opts: Options{Workers: 1, IngressDomain: "Apps_Example"}, wantErr: "--app-ingress-domain"},
-		{name: "bad class", opts: Options{Workers: 1, IngressClass: "NGINX class"}, wantErr: "--app-ingress-class"},
+		{name: "domain and class", opts: Options{IngressDomain: "apps.example.com", IngressClass: "nginx"}},
+		{name: "domain with dots around", opts: Options{IngressDomain: ".apps.example.com."}},
+		{name: "bad domain", opts: Options{IngressDomain: "Apps_Example"}, wantErr: "--app-ingress-domain"},
+		{name: "bad class", opts: Options{IngressClass: "NGINX class"}, wantErr: "--app-ingress-class"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,16 +20,17 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
 // Options configures the Cleanup controller.
 type Options struct {
+	// Common are the options every controller has (workers, queue, retries).
+	controller.Common
 	// Interval between sweeps.
 	Interval time.Duration
-	// Queue is the order of the controller's queue; the manager sets it
-	// from --controller-queue. Empty is the priority queue.
-	Queue controller.QueueKind
 	// StalePeriod is how long an object must have been seen stale before it
 	// is removed.
 	StalePeriod time.Duration
@@ -51,4 +52,14 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--cleanup-stale-period must not be negative, got %s", o.StalePeriod)
 	}
 	return nil
+}
+
+// AddFlags binds the options to their flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.DurationVar(&o.Interval, "cleanup-interval", o.Interval,
+		"Time between sweeps of the cleanup controller; one sweep also runs at start.")
+	fs.DurationVar(&o.StalePeriod, "cleanup-stale-period", o.StalePeriod,
+		"How long an object must have been seen stale before it is removed. A restart of the manager starts the count again.")
+	fs.BoolVar(&o.DryRun, "cleanup-dry-run", o.DryRun,
+		"Report what would be removed (log, event, metric) and remove nothing.")
 }

@@ -224,11 +224,11 @@ func TestAllowHost(t *testing.T) {
 }
 
 func TestValidateAllowedHosts(t *testing.T) {
-	good := Options{Workers: 1, AllowedHosts: []string{"apps.example.com", "*.team.example.com", "internal"}}
+	good := Options{AllowedHosts: []string{"apps.example.com", "*.team.example.com", "internal"}}
 	if err := good.Validate(); err != nil {
 		t.Errorf("valid entries refused: %v", err)
 	}
-	bad := Options{Workers: 1, AllowedHosts: []string{"ok.example.com", "Apps.Example.com", "*", "*.*.example.com", "", "a.*.example.com"}}
+	bad := Options{AllowedHosts: []string{"ok.example.com", "Apps.Example.com", "*", "*.*.example.com", "", "a.*.example.com"}}
 	err := bad.Validate()
 	want := `--ingress-allowed-hosts: "Apps.Example.com", "*", "*.*.example.com", "", "a.*.example.com": each entry is a lowercase DNS name`
 	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {

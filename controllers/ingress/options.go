@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ndsl/controller-manager/pkg/controller"
@@ -30,14 +31,8 @@ import (
 // Options configures the Ingress controller. The manager binds them to
 // flags; tests set them directly.
 type Options struct {
-	// Name is what the controller's queue and metrics go by: the shard
-	// unit's when the manager splits the controller, else ControllerName.
-	Name string
-	// Workers is the number of concurrent reconciles.
-	Workers int
-	// Queue is the order of the controller's queue; the manager sets it
-	// from --controller-queue. Empty is the priority queue.
-	Queue controller.QueueKind
+	// Common are the options every controller has (workers, queue, retries).
+	controller.Common
 	// DefaultClass is the ingress class used when a Service has no
 	// ingress/class annotation; empty leaves the cluster default in charge.
 	DefaultClass string
@@ -50,23 +45,16 @@ type Options struct {
 	// below D, wildcard hosts (*.X) included. Empty allows every host but
 	// wildcards.
 	AllowedHosts []string
-	// MaxRetries bounds a Service's consecutive failed reconciles before its key
-	// is dropped until an event; 0 is controller.DefaultMaxRetries. Not a
-	// flag: tests lower it to reach the bound quickly.
-	MaxRetries int
 }
 
 // DefaultOptions returns the defaults of the flags.
 func DefaultOptions() Options {
-	return Options{Workers: 5}
+	return Options{Common: controller.Common{Workers: 5}}
 }
 
 // Validate checks the options.
 func (o *Options) Validate() error {
 	var errs []error
-	if o.Workers < 1 {
-		errs = append(errs, fmt.Errorf("--concurrent-ingress-syncs must be at least 1, got %d", o.Workers))
-	}
 	var bad []string
 	for _, entry := range o.AllowedHosts {
 		if len(validation.IsDNS1123Subdomain(strings.TrimPrefix(entry, "*."))) > 0 {
@@ -108,4 +96,18 @@ func allowHost(host string, allowed []string) error {
 		return fmt.Errorf("wildcard host %q is not allowed: it needs an entry *.<domain> in --ingress-allowed-hosts (%s)", host, strings.Join(allowed, ", "))
 	}
 	return fmt.Errorf("host %q is not allowed by --ingress-allowed-hosts (%s)", host, strings.Join(allowed, ", "))
+}
+
+// AddFlags binds the options to their flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.DefaultClass, "ingress-default-class", o.DefaultClass,
+		"Ingress class for Services without an ingress/class annotation; empty uses the cluster's default class.")
+	fs.StringVar(&o.DefaultDomain, "ingress-default-domain", o.DefaultDomain,
+		"Domain giving the host <service>.<namespace>.<domain> for Services without an ingress/host annotation; empty refuses such a Service an Ingress "+
+			"(one without a host would catch every request of its class).")
+	fs.StringSliceVar(&o.AllowedHosts, "ingress-allowed-hosts", o.AllowedHosts,
+		"Hosts the Ingresses may serve, a comma-separated list of suffixes: apps.example.com allows it and every host below it "+
+			"(shop.apps.example.com, not evilapps.example.com); *.apps.example.com allows every host below it, wildcard hosts "+
+			"(*.apps.example.com, *.team.apps.example.com) included. Empty allows every host but wildcards. "+
+			"A Service outside gets no Ingress and a Warning event (IngressHostNotAllowed).")
 }

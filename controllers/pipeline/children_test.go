@@ -434,7 +434,7 @@ func TestOptionsValidate(t *testing.T) {
 	if err := o.Validate(); err != nil || o.Workers != 5 || o.DefaultNamespace != "pipeline" {
 		t.Fatalf("defaults %+v: %v", o, err)
 	}
-	for _, bad := range []Options{{Workers: 0, DefaultNamespace: "x"}, {Workers: 1, DefaultNamespace: "Not_A_Namespace"}, {Workers: 1}} {
+	for _, bad := range []Options{{DefaultNamespace: "x", MaxReplicas: -1}, {DefaultNamespace: "Not_A_Namespace"}, {}} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -32,14 +33,8 @@ import (
 // Options configures the Pipeline controller. The manager binds them to
 // flags; tests set them directly.
 type Options struct {
-	// Name is what the controller's queue and metrics go by: the shard
-	// unit's when the manager splits the controller, else ControllerName.
-	Name string
-	// Workers is the number of concurrent reconciles.
-	Workers int
-	// Queue is the order of the controller's queue; the manager sets it
-	// from --controller-queue. Empty is the priority queue.
-	Queue controller.QueueKind
+	// Common are the options every controller has (workers, queue, retries).
+	controller.Common
 	// DefaultNamespace holds the children of Pipelines whose
 	// spec.namespace is empty.
 	DefaultNamespace string
@@ -73,10 +68,6 @@ type Options struct {
 	// a namespace enforcing restricted gets restricted anyway. Empty is
 	// baseline.
 	PodSecurity PodSecurityLevel
-	// MaxRetries bounds a Pipeline's consecutive failed reconciles before
-	// its key is dropped until an event; 0 is controller.DefaultMaxRetries.
-	// Not a flag: tests lower it to reach the bound quickly.
-	MaxRetries int
 }
 
 // AnyNamespace in AllowedNamespaces allows every namespace.
@@ -148,14 +139,11 @@ func (o *Options) refusal(p *pipelinev1beta1.Pipeline, namespace string) (string
 
 // DefaultOptions returns the defaults of the flags.
 func DefaultOptions() Options {
-	return Options{Workers: 5, DefaultNamespace: "pipeline", PodSecurity: PodSecurityBaseline, MaxReplicas: 100}
+	return Options{Common: controller.Common{Workers: 5}, DefaultNamespace: "pipeline", PodSecurity: PodSecurityBaseline, MaxReplicas: 100}
 }
 
 // Validate checks the options.
 func (o *Options) Validate() error {
-	if o.Workers < 1 {
-		return fmt.Errorf("--concurrent-pipeline-syncs must be at least 1, got %d", o.Workers)
-	}
 	if errs := validation.IsDNS1123Label(o.DefaultNamespace); len(errs) > 0 {
 		return fmt.Errorf("--pipeline-namespace %q is not a valid namespace name: %s", o.DefaultNamespace, strings.Join(errs, "; "))
 	}
@@ -177,4 +165,33 @@ func (o *Options) Validate() error {
 		return err
 	}
 	return validateAllowedImages(o.AllowedImages)
+}
+
+// AddFlags binds the options to their flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.DefaultNamespace, "pipeline-namespace", o.DefaultNamespace,
+		"Namespace for the children of Pipelines without spec.namespace; the install creates it (the controller only with --pipeline-create-namespaces).")
+	fs.StringSliceVar(&o.AllowedNamespaces, "pipeline-allowed-namespaces", o.AllowedNamespaces,
+		"Namespaces besides --pipeline-namespace that a Pipeline's spec.namespace may name; \"*\" allows any but kube-system, kube-public, "+
+			"kube-node-lease and the manager's own namespace, which only an explicit entry allows. "+
+			"A Pipeline naming another namespace is refused by the validating webhook and gets no children, Degraded=True with reason NamespaceNotAllowed and a Warning event.")
+	fs.BoolVar(&o.CreateNamespaces, "pipeline-create-namespaces", o.CreateNamespaces,
+		"Create a Pipeline's target namespace when it is missing (and again when it is deleted). Off, such a Pipeline gets no children "+
+			"and Degraded=True with reason NamespaceNotFound until someone creates the namespace.")
+	fs.Int32Var(&o.MaxReplicas, "pipeline-max-replicas", o.MaxReplicas,
+		"Most replicas a Pipeline step may ask for; 0 is no limit. A step asking for more is refused by the validating webhook "+
+			"and the Pipeline gets no children, Degraded=True with reason TooManyReplicas and a Warning event.")
+	fs.StringSliceVar(&o.AllowedNFS, "pipeline-allowed-nfs", o.AllowedNFS,
+		"NFS exports a Pipeline's modelStorage may name, each SERVER (any share) or SERVER:/share/prefix (that path and below); "+
+			"comma-separated or repeated. Empty allows every export; set it in production. A Pipeline naming another export is refused "+
+			"by the validating webhook and gets no children, Degraded=True with reason StorageNotAllowed and a Warning event.")
+	fs.StringSliceVar(&o.AllowedImages, "pipeline-allowed-images", o.AllowedImages,
+		"Registry (registry.example.com/) or repository (docker.io/library/nginx) prefixes every step image must start with, "+
+			"once normalised as the kubelet resolves it (nginx:latest is docker.io/library/nginx:latest); comma-separated or repeated. "+
+			"Empty allows every image. A Pipeline with another image is refused by the validating webhook and gets no children, "+
+			"Degraded=True with reason ImageNotAllowed and a Warning event.")
+	fs.StringVar((*string)(&o.PodSecurity), "pipeline-pod-security", string(o.PodSecurity),
+		"PodSecurity level step pods are built to pass: \"baseline\" (seccomp RuntimeDefault, no privilege escalation, the image's own user, root included) "+
+			"or \"restricted\" (also runAsNonRoot and every capability dropped: images must run as a non-root numeric USER). "+
+			"A namespace labelled pod-security.kubernetes.io/enforce=restricted always gets restricted step pods. Step pods never mount a ServiceAccount token.")
 }

@@ -67,18 +67,14 @@ const (
 	FieldManager = "ndsl-controller-manager/" + ControllerName
 )
 
-// Options configures the controller.
+// Options configures the controller: only the options every controller
+// has (its name, workers, queue).
 type Options struct {
-	// Name is what the queue and metrics go by; empty is ControllerName.
-	Name string
-	// Workers is the number of concurrent reconciles.
-	Workers int
-	// Queue is the order of the queue; empty is the priority queue.
-	Queue controller.QueueKind
+	controller.Common
 }
 
 // DefaultOptions returns the defaults.
-func DefaultOptions() Options { return Options{Workers: 2} }
+func DefaultOptions() Options { return Options{Common: controller.Common{Workers: 2}} }
 
 // Controller restarts the pods of labelled Deployments when their
 // ConfigMap changes.

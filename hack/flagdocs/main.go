@@ -46,7 +46,7 @@ func main() {
 	flag.Parse()
 
 	registry := app.NewRegistry()
-	fss := options.NewOptions().Flags(registry.Names(), registry.DisabledByDefault())
+	fss := registry.Flags(options.NewOptions())
 	if err := os.WriteFile(*out, render(fss), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "flagdocs:", err)
 		os.Exit(1)

@@ -102,7 +102,7 @@ func NewManager(ctx context.Context, opts *options.Options, registry Registry, e
 	if err := registry.validate(); err != nil {
 		return nil, err
 	}
-	if err := opts.Validate(); err != nil {
+	if err := registry.ValidateOptions(opts); err != nil {
 		return nil, err
 	}
 	enabled, err := registry.Enabled(opts.Generic.Controllers)

@@ -25,10 +25,12 @@ import (
 	"k8s.io/client-go/metadata"
 
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/controllers/cleanup"
 	"github.com/ndsl/controller-manager/controllers/ingress"
 	"github.com/ndsl/controller-manager/controllers/pipeline"
+	"github.com/ndsl/controller-manager/pkg/controller"
 	"github.com/ndsl/controller-manager/pkg/shard"
 )
 
@@ -44,23 +46,26 @@ func NewRegistry() Registry {
 			Help:    "A Service annotated `ingress/http` gets an Ingress of the same name, owned by the Service.",
 			New:     newIngressController,
 			Role:    ingress.Role,
+			Options: func(o *options.Options) controller.Options { return &o.Ingress },
 			// A Service and its Ingress share a namespace.
 			ShardKeys: map[string]shard.Key{"services": shard.Namespace, "ingresses": shard.Namespace},
 		},
 		{
-			Name: appcontroller.ControllerName,
-			Help: "An `App` (`ingress.example.com`, v1beta1 and v1) gets an owned Deployment, and optionally a Service and an Ingress, with status and conditions.",
-			New:  newAppController,
-			Role: appcontroller.Role,
+			Name:    appcontroller.ControllerName,
+			Help:    "An `App` (`ingress.example.com`, v1beta1 and v1) gets an owned Deployment, and optionally a Service and an Ingress, with status and conditions.",
+			New:     newAppController,
+			Role:    appcontroller.Role,
+			Options: func(o *options.Options) controller.Options { return &o.App },
 			// An App, its children and their pods share a namespace.
 			ShardKeys: map[string]shard.Key{"apps": shard.Namespace, "deployments": shard.Namespace,
 				"services": shard.Namespace, "ingresses": shard.Namespace, "pods": shard.Namespace},
 		},
 		{
-			Name: pipeline.ControllerName,
-			Help: "A cluster-scoped `Pipeline` (`distri-infer.ndsl.cn`) gets NFS model storage (PV + PVC) and a Deployment + Service per step, pinned to nodes.",
-			New:  newPipelineController,
-			Role: pipeline.Role,
+			Name:    pipeline.ControllerName,
+			Help:    "A cluster-scoped `Pipeline` (`distri-infer.ndsl.cn`) gets NFS model storage (PV + PVC) and a Deployment + Service per step, pinned to nodes.",
+			New:     newPipelineController,
+			Role:    pipeline.Role,
+			Options: func(o *options.Options) controller.Options { return &o.Pipeline },
 			// Pipelines are cluster-scoped: by uid, their children with them.
 			// Namespaces and Nodes are read whole.
 			ShardKeys: map[string]shard.Key{"pipelines": shard.UID,
@@ -72,16 +77,16 @@ func NewRegistry() Registry {
 			DisabledByDefault: true,
 			Help: "A sweeper on a ticker: removes this manager's children, model-storage PVs included, " +
 				"whose controlling owner is gone, once stale for `--cleanup-stale-period`.",
-			New:  newCleanupController,
-			Role: cleanup.Role,
+			New:     newCleanupController,
+			Role:    cleanup.Role,
+			Options: func(o *options.Options) controller.Options { return &o.Cleanup },
 		},
 	}
 }
 
 func newIngressController(_ context.Context, cc ControllerContext) (Controller, error) {
 	opts := cc.Options.Ingress
-	opts.Queue = cc.Options.Generic.ControllerQueue
-	opts.Name = cc.UnitName(ingress.ControllerName)
+	cc.Complete(&opts.Common, ingress.ControllerName)
 	client, err := cc.KubeClient(opts.Name)
 	if err != nil {
 		return nil, err
@@ -113,7 +118,7 @@ const ingressServicesFactoryName = "ingress-services"
 
 func newCleanupController(_ context.Context, cc ControllerContext) (Controller, error) {
 	opts := cc.Options.Cleanup
-	opts.Queue = cc.Options.Generic.ControllerQueue
+	cc.Complete(&opts.Common, cleanup.ControllerName)
 	client, err := metadata.NewForConfig(cc.ClientConfig(cleanup.ControllerName))
 	if err != nil {
 		return nil, err
@@ -132,8 +137,7 @@ func newCleanupController(_ context.Context, cc ControllerContext) (Controller, 
 
 func newPipelineController(_ context.Context, cc ControllerContext) (Controller, error) {
 	opts := cc.Options.Pipeline
-	opts.Queue = cc.Options.Generic.ControllerQueue
-	opts.Name = cc.UnitName(pipeline.ControllerName)
+	cc.Complete(&opts.Common, pipeline.ControllerName)
 	opts.ManagerNamespace = leaseNamespace(cc.Options.Webhook.Namespace)
 	kubeClient, err := cc.KubeClient(opts.Name)
 	if err != nil {
@@ -161,8 +165,7 @@ func newPipelineController(_ context.Context, cc ControllerContext) (Controller,
 
 func newAppController(_ context.Context, cc ControllerContext) (Controller, error) {
 	opts := cc.Options.App
-	opts.Queue = cc.Options.Generic.ControllerQueue
-	opts.Name = cc.UnitName(appcontroller.ControllerName)
+	cc.Complete(&opts.Common, appcontroller.ControllerName)
 	kubeClient, err := cc.KubeClient(opts.Name)
 	if err != nil {
 		return nil, err

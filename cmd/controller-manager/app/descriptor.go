@@ -18,6 +18,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -30,6 +31,7 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	cliflag "k8s.io/component-base/cli/flag"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/pkg/controller"
@@ -104,6 +106,15 @@ func (c ControllerContext) ClientConfig(controller string) *rest.Config {
 		cfg = c.guard.ClientConfig(cfg)
 	}
 	return cfg
+}
+
+// Complete sets the common options the manager decides for each build:
+// the name the controller runs under (UnitName) and its queue's order.
+func (c ControllerContext) Complete(common *controller.Common, controller string) {
+	common.Name = c.UnitName(controller)
+	if c.Options != nil {
+		common.Queue = c.Options.Generic.ControllerQueue
+	}
 }
 
 // UnitName is the name a controller's queue, metrics and clients go by:
@@ -184,6 +195,11 @@ type ControllerDescriptor struct {
 	// Role is the RBAC the controller needs; hack/rbacgen renders it into
 	// manifests/ and the chart (make generate).
 	Role controller.Role
+	// Options points to the controller's options in the manager's (nil:
+	// none). The registry binds their flags in the flag set "<name>
+	// controller", with --concurrent-<name>-syncs when their defaults give
+	// the controller workers, and validates them.
+	Options func(*options.Options) controller.Options
 	// ShardKeys, for a controller --shards can split, place the objects of
 	// each resource its informers list in a shard; resources not named
 	// are read whole. Nil: the controller is not split.
@@ -264,6 +280,44 @@ func (r Registry) Enabled(requested []string) ([]ControllerDescriptor, error) {
 	}
 	return enabled, nil
 }
+
+// Flags returns the manager's named flag sets: o's own and every
+// controller's, bound to o.
+func (r Registry) Flags(o *options.Options) cliflag.NamedFlagSets {
+	fss := o.Flags(r.Names(), r.DisabledByDefault())
+	for _, d := range r {
+		if d.Options == nil {
+			continue
+		}
+		fs := fss.FlagSet(d.Name + " controller")
+		own := d.Options(o)
+		if c := own.CommonOptions(); c.Workers > 0 {
+			fs.IntVar(&c.Workers, workersFlag(d.Name), c.Workers, fmt.Sprintf("Objects the %s controller reconciles at once.", d.Name))
+		}
+		own.AddFlags(fs)
+	}
+	return fss
+}
+
+// ValidateOptions returns every problem with o, the controllers' options
+// included.
+func (r Registry) ValidateOptions(o *options.Options) error {
+	errs := []error{o.Validate()}
+	defaults := options.NewOptions()
+	for _, d := range r {
+		if d.Options == nil {
+			continue
+		}
+		own := d.Options(o)
+		if d.Options(defaults).CommonOptions().Workers > 0 && own.CommonOptions().Workers < 1 {
+			errs = append(errs, fmt.Errorf("--%s must be at least 1, got %d", workersFlag(d.Name), own.CommonOptions().Workers))
+		}
+		errs = append(errs, own.Validate())
+	}
+	return errors.Join(errs...)
+}
+
+func workersFlag(controller string) string { return "concurrent-" + controller + "-syncs" }
 
 // validate reports registry mistakes: duplicate names or aliases.
 func (r Registry) validate() error {

@@ -23,6 +23,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
+
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -111,6 +114,55 @@ func TestEveryControllerDeclaresItsRBAC(t *testing.T) {
 		}
 		if !slices.ContainsFunc(d.Role.Rules, func(r controller.Rule) bool { return reflect.DeepEqual(r, controller.EventsRule) }) {
 			t.Errorf("controller %s: no rule to record Events", d.Name)
+		}
+	}
+}
+
+// The registry binds each controller's flags in its own flag set, with
+// --concurrent-<name>-syncs where its defaults give it workers, and
+// validates them: a new controller's options need only its descriptor.
+func TestRegistryBindsAndValidatesEachControllersOptions(t *testing.T) {
+	r := NewRegistry()
+	o := options.NewOptions()
+	fss := r.Flags(o)
+	for name, want := range map[string][]string{
+		"app":      {"concurrent-app-syncs", "app-ingress-domain"},
+		"ingress":  {"concurrent-ingress-syncs", "ingress-allowed-hosts"},
+		"pipeline": {"concurrent-pipeline-syncs", "pipeline-allowed-images", "pipeline-pod-security"},
+		"cleanup":  {"cleanup-interval"},
+	} {
+		fs := fss.FlagSets[name+" controller"]
+		if fs == nil {
+			t.Fatalf("no flag set %q", name+" controller")
+		}
+		for _, f := range want {
+			if fs.Lookup(f) == nil {
+				t.Errorf("flag set %q lacks --%s", name+" controller", f)
+			}
+		}
+	}
+	if fss.FlagSets["cleanup controller"].Lookup("concurrent-cleanup-syncs") != nil {
+		t.Error("the cleanup controller, one sweep at a time, got a workers flag")
+	}
+
+	all := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	options.AddAll(all, fss)
+	if err := all.Parse([]string{"--concurrent-app-syncs=7", "--app-ingress-domain=apps.example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.App.Workers != 7 || o.App.IngressDomain != "apps.example.com" {
+		t.Errorf("parsed into %+v", o.App)
+	}
+	if err := r.ValidateOptions(o); err != nil {
+		t.Errorf("valid options refused: %v", err)
+	}
+	if err := all.Parse([]string{"--concurrent-ingress-syncs=0", "--cleanup-interval=0s", "--app-ingress-class=NGINX class"}); err != nil {
+		t.Fatal(err)
+	}
+	err := r.ValidateOptions(o)
+	for _, want := range []string{"--concurrent-ingress-syncs must be at least 1, got 0", "--cleanup-interval must be positive", "--app-ingress-class"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ValidateOptions = %v, want it to say %q", err, want)
 		}
 	}
 }

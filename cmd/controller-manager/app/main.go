@@ -57,7 +57,7 @@ func Main(args []string) int {
 	}
 	registry := NewRegistry()
 	opts := options.NewOptions()
-	fss := opts.Flags(registry.Names(), registry.DisabledByDefault())
+	fss := registry.Flags(opts)
 
 	fs := pflag.NewFlagSet("controller-manager", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported in one line below

@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
+	"github.com/ndsl/controller-manager/pkg/controller"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	crdinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions"
 	"github.com/ndsl/controller-manager/test/integration/framework"
@@ -83,7 +84,7 @@ func TestRebuiltControllerLeavesNothingBehind(t *testing.T) {
 		c, err := appcontroller.NewController(
 			crd.App().V1beta1().Apps(), kube.Apps().V1().Deployments(), kube.Core().V1().Services(),
 			kube.Networking().V1().Ingresses(), kube.Core().V1().Pods(),
-			cp.Client, crdClient, recorder, appcontroller.Options{Workers: 1, IngressDomain: domain, IngressClass: class},
+			cp.Client, crdClient, recorder, appcontroller.Options{Common: controller.Common{Workers: 1}, IngressDomain: domain, IngressClass: class},
 		)
 		if err != nil {
 			t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/diff"
 
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 )
 
@@ -160,7 +161,7 @@ func takeArgs(t *testing.T, o object) []string {
 func parseArgs(t *testing.T, args []string) *options.Options {
 	t.Helper()
 	o := options.NewOptions()
-	flags := o.Flags(nil, nil)
+	flags := app.NewRegistry().Flags(o)
 	set := flags.FlagSet("all")
 	options.AddAll(set, flags)
 	if err := set.Parse(args); err != nil {

@@ -47,7 +47,7 @@ var descriptor = app.ControllerDescriptor{
 
 func newConfigMapRestartController(_ context.Context, cc app.ControllerContext) (app.Controller, error) {
 	opts := configmaprestart.DefaultOptions()
-	opts.Queue = cc.Options.Generic.ControllerQueue
+	cc.Complete(&opts.Common, configmaprestart.ControllerName)
 	client, err := cc.KubeClient(configmaprestart.ControllerName)
 	if err != nil {
 		return nil, err

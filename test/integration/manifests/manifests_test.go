@@ -43,6 +43,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 	"github.com/ndsl/controller-manager/test/integration/framework"
@@ -163,7 +164,7 @@ func TestCleanupRightsAreOptIn(t *testing.T) {
 	}
 	enablesCleanup := func(args []string) bool {
 		fs := options.NewOptions()
-		flags := fs.Flags(nil, nil)
+		flags := app.NewRegistry().Flags(fs)
 		set := flags.FlagSet("all")
 		options.AddAll(set, flags)
 		if err := set.Parse(args); err != nil {
@@ -219,7 +220,7 @@ func TestDeploymentIsHardenedAndHighlyAvailable(t *testing.T) {
 	}
 	// The manager's flags in the manifest must parse.
 	fs := options.NewOptions()
-	flags := fs.Flags(nil, nil)
+	flags := app.NewRegistry().Flags(fs)
 	set := flags.FlagSet("all")
 	options.AddAll(set, flags)
 	if err := set.Parse(c.Args); err != nil {

@@ -84,7 +84,7 @@ func TestFreshChangeIsReconciledBeforeTheInitialListBacklog(t *testing.T) {
 		kubeInformers.Networking().V1().Ingresses(),
 		kubeInformers.Core().V1().Pods(),
 		cp.Client, crdClient, &record.FakeRecorder{},
-		appcontroller.Options{Workers: workers, Queue: controller.PriorityQueue},
+		appcontroller.Options{Common: controller.Common{Workers: workers, Queue: controller.PriorityQueue}},
 	)
 	if err != nil {
 		t.Fatal(err)

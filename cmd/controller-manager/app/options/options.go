@@ -48,7 +48,8 @@ type Options struct {
 	Logs           *logsapi.LoggingConfiguration
 	Webhook        WebhookOptions
 
-	// One field per controller, bound to its own flag set.
+	// One field per controller with options: its descriptor points to it,
+	// and the registry binds and validates it (app.Registry.Flags).
 	Ingress  ingress.Options
 	Pipeline pipeline.Options
 	Cleanup  cleanup.Options
@@ -127,8 +128,9 @@ func NewOptions() *Options {
 	}
 }
 
-// Flags returns the named flag sets. allControllers and disabledByDefault
-// feed the help text of --controllers.
+// Flags returns the named flag sets but the controllers' (app.Registry.Flags
+// adds those). allControllers and disabledByDefault feed the help text of
+// --controllers.
 func (o *Options) Flags(allControllers, disabledByDefault []string) cliflag.NamedFlagSets {
 	var fss cliflag.NamedFlagSets
 
@@ -171,16 +173,12 @@ func (o *Options) Flags(allControllers, disabledByDefault []string) cliflag.Name
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logging"))
 	verflag.AddFlags(fss.FlagSet("misc"))
 
-	bindIngressFlags(&o.Ingress, fss.FlagSet("ingress controller"))
-	bindPipelineFlags(&o.Pipeline, fss.FlagSet("pipeline controller"))
-	bindPipelinePodSecurityFlags(&o.Pipeline, fss.FlagSet("pipeline controller"))
-	bindCleanupFlags(&o.Cleanup, fss.FlagSet("cleanup controller"))
-	bindAppFlags(&o.App, fss.FlagSet("app controller"))
 	bindAppAdmissionFlags(&o.AppAdmission, fss.FlagSet("app webhooks"))
 	return fss
 }
 
-// Validate returns every problem with the options.
+// Validate returns every problem with the options but the controllers'
+// (app.Registry.ValidateOptions checks those too).
 func (o *Options) Validate() error {
 	var errs []error
 	g := o.Generic
@@ -220,18 +218,6 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--shards=%d needs --leader-elect: each shard runs under its own Lease", o.HA.Shards))
 	}
 	if err := o.Webhook.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := o.Ingress.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := o.Pipeline.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := o.Cleanup.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := o.App.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

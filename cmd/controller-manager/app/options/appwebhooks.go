@@ -19,14 +19,12 @@ package options
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/ndsl/controller-manager/controllers/cleanup"
+	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 )
 
-func bindCleanupFlags(o *cleanup.Options, fs *pflag.FlagSet) {
-	fs.DurationVar(&o.Interval, "cleanup-interval", o.Interval,
-		"Time between sweeps of the cleanup controller; one sweep also runs at start.")
-	fs.DurationVar(&o.StalePeriod, "cleanup-stale-period", o.StalePeriod,
-		"How long an object must have been seen stale before it is removed. A restart of the manager starts the count again.")
-	fs.BoolVar(&o.DryRun, "cleanup-dry-run", o.DryRun,
-		"Report what would be removed (log, event, metric) and remove nothing.")
+func bindAppAdmissionFlags(o *appcontroller.AdmissionOptions, fs *pflag.FlagSet) {
+	fs.BoolVar(&o.InvertEnableIngress, "app-invert-enable-ingress", o.InvertEnableIngress,
+		"The App defaulting webhook sets enable_ingress to the inverse of the value an App is created with through v1beta1, as the design notes specify, "+
+			"once, recording the requested value in the annotation "+appv1beta1.EnableIngressRequestedAnnotation+". false leaves enable_ingress as written.")
 }

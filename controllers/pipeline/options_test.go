@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package options
+package pipeline
 
 import (
 	"slices"
@@ -52,9 +52,9 @@ func TestPipelineAllowlistFlags(t *testing.T) {
 		{args: []string{"--pipeline-allowed-images=docker.io/Library/"}, wantErr: `--pipeline-allowed-images: "docker.io/Library/" is not a repository prefix`},
 		{args: []string{"--pipeline-allowed-images=docker.io/library/nginx:1.27"}, wantErr: `write "docker.io/library/nginx"`},
 	} {
-		o := NewOptions()
+		o := DefaultOptions()
 		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-		AddAll(fs, o.Flags(nil, nil))
+		o.AddFlags(fs)
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
@@ -66,8 +66,8 @@ func TestPipelineAllowlistFlags(t *testing.T) {
 			}
 		case err != nil:
 			t.Errorf("%v: %v", tc.args, err)
-		case !slices.Equal(o.Pipeline.AllowedNFS, tc.wantNFS) || !slices.Equal(o.Pipeline.AllowedImages, tc.wantImage):
-			t.Errorf("%v: AllowedNFS %q, AllowedImages %q; want %q, %q", tc.args, o.Pipeline.AllowedNFS, o.Pipeline.AllowedImages, tc.wantNFS, tc.wantImage)
+		case !slices.Equal(o.AllowedNFS, tc.wantNFS) || !slices.Equal(o.AllowedImages, tc.wantImage):
+			t.Errorf("%v: AllowedNFS %q, AllowedImages %q; want %q, %q", tc.args, o.AllowedNFS, o.AllowedImages, tc.wantNFS, tc.wantImage)
 		}
 	}
 }
@@ -85,9 +85,9 @@ func TestPipelineNamespaceAndReplicaFlags(t *testing.T) {
 		{args: []string{"--pipeline-create-namespaces", "--pipeline-max-replicas=0"}, wantCreate: true, wantMax: 0},
 		{args: []string{"--pipeline-max-replicas=-1"}, wantErr: "--pipeline-max-replicas must be 0 (no limit) or more, got -1"},
 	} {
-		o := NewOptions()
+		o := DefaultOptions()
 		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-		AddAll(fs, o.Flags(nil, nil))
+		o.AddFlags(fs)
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
@@ -99,8 +99,8 @@ func TestPipelineNamespaceAndReplicaFlags(t *testing.T) {
 			}
 		case err != nil:
 			t.Errorf("%v: %v", tc.args, err)
-		case o.Pipeline.CreateNamespaces != tc.wantCreate || o.Pipeline.MaxReplicas != tc.wantMax:
-			t.Errorf("%v: CreateNamespaces %v, MaxReplicas %d; want %v, %d", tc.args, o.Pipeline.CreateNamespaces, o.Pipeline.MaxReplicas, tc.wantCreate, tc.wantMax)
+		case o.CreateNamespaces != tc.wantCreate || o.MaxReplicas != tc.wantMax:
+			t.Errorf("%v: CreateNamespaces %v, MaxReplicas %d; want %v, %d", tc.args, o.CreateNamespaces, o.MaxReplicas, tc.wantCreate, tc.wantMax)
 		}
 	}
 }
