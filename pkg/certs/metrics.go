@@ -19,6 +19,7 @@ package certs
 import (
 	"sync"
 
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	certutil "k8s.io/client-go/util/cert"
 
 	"k8s.io/component-base/metrics"
@@ -49,13 +50,27 @@ func RegisterMetrics() {
 	})
 }
 
-// RecordServingExpiry sets the serving certificate's expiry gauge from a
-// certificate this replica serves but does not manage (--webhook-cert-dir,
-// e.g. cert-manager's), so that the expiry alert covers it too. A
-// certificate that cannot be read leaves the gauge as it was.
-func RecordServingExpiry(certPEM []byte) {
+// FollowServingExpiry keeps the serving certificate's expiry gauge on the
+// certificate of files, which this replica serves but does not manage
+// (--webhook-cert-dir, e.g. cert-manager's), from its first load and after
+// every change, so that the expiry alert covers it too. A certificate that
+// cannot be read leaves the gauge as it was.
+func FollowServingExpiry(files dynamiccertificates.CertKeyContentProvider) {
 	RegisterMetrics()
-	if parsed, err := certutil.ParseCertsPEM(certPEM); err == nil {
+	expiry := servingExpiry{files}
+	files.AddListener(expiry)
+	expiry.Enqueue()
+}
+
+// servingExpiry records the expiry each time the files are (re)loaded.
+type servingExpiry struct {
+	content dynamiccertificates.CertKeyContentProvider
+}
+
+// Enqueue is called by the files' provider after every change.
+func (e servingExpiry) Enqueue() {
+	cert, _ := e.content.CurrentCertKeyContent()
+	if parsed, err := certutil.ParseCertsPEM(cert); err == nil {
 		certificateExpiry.WithLabelValues("serving").Set(float64(parsed[0].NotAfter.Unix()))
 	}
 }

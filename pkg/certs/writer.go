@@ -18,8 +18,12 @@ package certs
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
@@ -31,6 +35,21 @@ import (
 type WriterElection struct {
 	Lock                                      resourcelock.Interface
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// NewWriterElection is the election of the Lease namespace/name, with an
+// identity of this host's name and a random suffix.
+func NewWriterElection(kube kubernetes.Interface, namespace, name string, leaseDuration, renewDeadline, retryPeriod time.Duration) (*WriterElection, error) {
+	hostname, err := os.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("getting hostname for the webhook certificates' Lease identity: %w", err)
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, namespace, name,
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: hostname + "_" + string(uuid.NewUUID())})
+	if err != nil {
+		return nil, fmt.Errorf("creating the webhook certificates' Lease lock: %w", err)
+	}
+	return &WriterElection{Lock: lock, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod}, nil
 }
 
 // runWriterElection competes for the writer Lease until ctx is done; while

@@ -25,6 +25,7 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 )
@@ -41,8 +42,20 @@ func restConfig(o options.GenericOptions) (*rest.Config, error) {
 	cfg.Burst = o.KubeAPIBurst
 	cfg.ContentType = o.ContentType
 	cfg.AcceptContentTypes = o.ContentType + ",application/json"
-	cfg.WarningHandlerWithContext = &onceWarnings{}
+	// The controllers read and write v1beta1, the storage version, which is
+	// deprecated for users: each distinct warning is logged once, not once
+	// per request.
+	cfg.WarningHandler = rest.NewWarningWriter(warningLog{}, rest.WarningWriterOptions{Deduplicate: true})
 	return rest.AddUserAgent(cfg, "controller-manager"), nil
+}
+
+// warningLog logs what client-go's warning writer writes.
+type warningLog struct{}
+
+func (warningLog) Write(p []byte) (int, error) {
+	klog.Background().Info("The API server warned; further identical warnings are not logged",
+		"warning", strings.TrimSpace(strings.TrimPrefix(string(p), "Warning: ")))
+	return len(p), nil
 }
 
 func loadRESTConfig(kubeconfig string) (*rest.Config, error) {

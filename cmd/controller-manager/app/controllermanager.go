@@ -15,27 +15,21 @@ limitations under the License.
 */
 
 // Package app wires the controller manager: flags to config, clients and
-// shared informer factories, the controller registry, leader election and
-// the HTTP endpoints. It follows kube-controller-manager's order: build every
-// enabled controller, then start the informer factories, then run the
-// controllers.
+// informer factories, the controller registry, the webhooks and the HTTP
+// endpoints; pkg/ha runs the controllers under leader election. It follows
+// kube-controller-manager's order: build every enabled controller, then
+// start the informer factories, then run the controllers.
 package app
 
 import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"net"
 	"sync"
 	"time"
 
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/server/healthz"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -43,12 +37,8 @@ import (
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/pkg/controller"
-	"github.com/ndsl/controller-manager/pkg/factories"
-	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
-	crdscheme "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/scheme"
 	"github.com/ndsl/controller-manager/pkg/ha"
 	"github.com/ndsl/controller-manager/pkg/serving"
-	"github.com/ndsl/controller-manager/pkg/shardclient"
 )
 
 // Manager is a configured controller manager, ready to Run.
@@ -306,60 +296,6 @@ func (m *Manager) runControllers(ctx context.Context, drain <-chan struct{}, set
 		logger.Info("Controllers did not stop in time, cancelling what is left", "waited", wait)
 	}
 	m.status.setRunning(controllers, false)
-}
-
-// factory is an informer factory as the manager drives it.
-type factory struct {
-	start       func(stopCh <-chan struct{})
-	waitForSync func(stopCh <-chan struct{}) bool
-	shutdown    func()
-}
-
-// controllerContext builds the clients and the ONE shared informer factory
-// per kind of client that every controller of a set shares.
-//
-// For a shard unit u the factories are the unit's own, and their informers
-// list and watch only its range (pkg/shardclient).
-func (m *Manager) controllerContext(u *ha.Unit) (ControllerContext, error) {
-	cc := ControllerContext{KubeConfig: m.config, Options: m.opts}
-	var kubeClient kubernetes.Interface
-	kubeClient, err := kubernetes.NewForConfig(cc.ClientConfig("shared-informers"))
-	if err != nil {
-		return cc, fmt.Errorf("building the informers' client: %w", err)
-	}
-	var crdClient versioned.Interface
-	if crdClient, err = versioned.NewForConfig(cc.customResourceConfig("shared-informers")); err != nil {
-		return cc, fmt.Errorf("building the custom resource informers' client: %w", err)
-	}
-	metadataClient, err := metadata.NewForConfig(cc.ClientConfig("shared-informers"))
-	if err != nil {
-		return cc, fmt.Errorf("building the metadata informers' client: %w", err)
-	}
-	if u != nil {
-		cc.Unit = u.Name
-		lists := shardclient.NewLists(*u.Shard, m.descriptor(u.Controller).ShardKeys)
-		kubeClient, crdClient = shardclient.Kube(kubeClient, lists), shardclient.CRD(crdClient, lists)
-	}
-	// Children come from ManagedInformerFactory, the Ingress controller's
-	// Services from their own filtered factory (ingressServices); Kube is
-	// for a built-in kind a controller needs whole and cluster-wide.
-	cc.factories = factories.New(kubeClient, crdClient, metadataClient, resyncPeriod(m.opts.Generic.MinResyncPeriod), controller.Compact)
-	cc.InformerFactory, cc.CRDInformerFactory, cc.MetadataInformerFactory = cc.factories.Kube, cc.factories.CRD, cc.factories.Metadata
-	return cc, nil
-}
-
-// resyncPeriod spreads resyncs of different managers between min and 2×min,
-// as kube-controller-manager does.
-func resyncPeriod(minPeriod time.Duration) time.Duration {
-	return time.Duration(float64(minPeriod) * (1 + rand.Float64()))
-}
-
-// Scheme resolves the kinds of the objects events are recorded on: the
-// built-in types plus this project's own.
-var Scheme = scheme.Scheme
-
-func init() {
-	utilruntime.Must(crdscheme.AddToScheme(Scheme))
 }
 
 // ErrLeaderElectionLost is returned by Run when the lease was lost while

@@ -18,30 +18,52 @@ package app
 
 import (
 	"bytes"
-	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
+
+	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 )
 
 // The manager's own v1beta1 requests each carry the deprecation warning: it
 // is logged once, not once per request.
-func TestOnceWarningsLogsEachWarningOnce(t *testing.T) {
+func TestWarningsAreLoggedOnce(t *testing.T) {
 	var out bytes.Buffer
-	cfg := textlogger.NewConfig(textlogger.Output(&out))
-	ctx := klog.NewContext(context.Background(), textlogger.NewLogger(cfg))
-	w := &onceWarnings{}
-	for range 3 {
-		w.HandleWarningHeaderWithContext(ctx, 299, "", "v1beta1 App is deprecated")
+	klog.SetLoggerWithOptions(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&out))))
+	defer klog.ClearLogger()
+	cfg, err := restConfig(options.GenericOptions{Kubeconfig: writeKubeconfig(t)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	w.HandleWarningHeaderWithContext(ctx, 299, "", "another")
-	w.HandleWarningHeaderWithContext(ctx, 199, "", "not a warning code")
+	for range 3 {
+		cfg.WarningHandler.HandleWarningHeader(299, "", "v1beta1 App is deprecated")
+	}
+	cfg.WarningHandler.HandleWarningHeader(299, "", "another")
+	cfg.WarningHandler.HandleWarningHeader(199, "", "not a warning code")
 	if got := strings.Count(out.String(), "v1beta1 App is deprecated"); got != 1 {
 		t.Errorf("the repeated warning was logged %d times, want 1:\n%s", got, out.String())
 	}
 	if !strings.Contains(out.String(), "another") || strings.Contains(out.String(), "not a warning code") {
 		t.Errorf("want each distinct 299 warning once and nothing else:\n%s", out.String())
 	}
+}
+
+// writeKubeconfig writes a kubeconfig of a server that is never called.
+func writeKubeconfig(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	const kubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`
+	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

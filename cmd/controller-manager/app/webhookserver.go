@@ -20,15 +20,12 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
 	"github.com/ndsl/controller-manager/pkg/certs"
@@ -69,11 +66,8 @@ func (m *Manager) startWebhooks(ctx context.Context) (*webhooks, error) {
 		if err != nil {
 			return nil, fmt.Errorf("loading the webhook certificate from --webhook-cert-dir: %w", err)
 		}
-		content = files // Serve follows the files (webhook.ReloadingTLSConfig)
-		// The expiry metric follows them too, from the first load on.
-		expiry := servingExpiry{files}
-		files.AddListener(expiry)
-		expiry.Enqueue()
+		content = files // Serve follows the files (webhook.ReloadingTLSConfig), and so does the expiry metric
+		certs.FollowServingExpiry(files)
 	} else {
 		cm, err := m.newCertManager()
 		if err != nil {
@@ -91,18 +85,6 @@ func (m *Manager) startWebhooks(ctx context.Context) (*webhooks, error) {
 	}
 	w.addr = addr
 	return w, nil
-}
-
-// servingExpiry records the expiry of a mounted serving certificate each
-// time it is (re)loaded.
-type servingExpiry struct {
-	content dynamiccertificates.CertKeyContentProvider
-}
-
-// Enqueue is called by the files' provider after every change.
-func (e servingExpiry) Enqueue() {
-	cert, _ := e.content.CurrentCertKeyContent()
-	certs.RecordServingExpiry(cert)
 }
 
 // newCertManager builds the manager of the certificate Secret and of the
@@ -125,9 +107,14 @@ func (m *Manager) newCertManager() (*certs.Manager, error) {
 		targets.ValidatingWebhookConfigurations = []string{o.ConfigurationName}
 	}
 	targets.CRDs = o.ConversionCRDs
-	writer, err := m.certWriterElection(kube)
-	if err != nil {
-		return nil, err
+	// The replica holding the Lease <--leader-elect-resource-name>-certs
+	// is the only writer; without leader election every replica writes.
+	var writer *certs.WriterElection
+	if le := m.opts.LeaderElection; le.LeaderElect {
+		if writer, err = certs.NewWriterElection(kube, leaseNamespace(le.ResourceNamespace), le.ResourceName+"-certs",
+			le.LeaseDuration.Duration, le.RenewDeadline.Duration, le.RetryPeriod.Duration); err != nil {
+			return nil, err
+		}
 	}
 	return certs.NewManager(kube, crds, certs.Options{
 		Writer:     writer,
@@ -141,27 +128,6 @@ func (m *Manager) newCertManager() (*certs.Manager, error) {
 		Targets:     targets,
 		CAConfigMap: o.CAConfigMapName,
 	})
-}
-
-// certWriterElection makes the replica holding the Lease
-// <--leader-elect-resource-name>-certs the only writer of the webhook
-// certificates; without leader election every replica writes.
-func (m *Manager) certWriterElection(kube kubernetes.Interface) (*certs.WriterElection, error) {
-	le := m.opts.LeaderElection
-	if !le.LeaderElect {
-		return nil, nil
-	}
-	hostname, err := os.Hostname()
-	if err != nil {
-		return nil, fmt.Errorf("getting hostname for the webhook certificates' Lease identity: %w", err)
-	}
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, leaseNamespace(le.ResourceNamespace), le.ResourceName+"-certs",
-		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: hostname + "_" + string(uuid.NewUUID())})
-	if err != nil {
-		return nil, fmt.Errorf("creating the webhook certificates' Lease lock: %w", err)
-	}
-	return &certs.WriterElection{Lock: lock,
-		LeaseDuration: le.LeaseDuration.Duration, RenewDeadline: le.RenewDeadline.Duration, RetryPeriod: le.RetryPeriod.Duration}, nil
 }
 
 // WebhookAddr is the address the webhook server listens on, nil when off.
