@@ -19,11 +19,14 @@ limitations under the License.
 //
 //   - manifests/rbac/controllers/: a ClusterRole per controller on by
 //     default, their bindings, and the kustomization listing them;
-//   - manifests/components/<name>/: the ClusterRole and binding of a
-//     controller off by default (its component's kustomization is
-//     written by hand: it also turns the controller on);
+//   - manifests/components/<name>/: the component of a controller off by
+//     default: its ClusterRole and binding, and the kustomization that
+//     adds them and turns the controller on (--controllers=*,<name>);
 //   - charts/controller-manager/templates/rbac-controllers.yaml: all of
-//     them, a controller off by default only when <name>.enabled.
+//     them, a controller off by default only when it is turned on (named
+//     in the controllers value, or <name>.enabled), and the list of those
+//     (cm.offByDefault) by which the chart adds <name>.enabled ones to
+//     --controllers.
 //
 // hack/update-codegen.sh runs it from the repository's root (go run
 // ./hack/rbacgen); hack/verify-codegen.sh fails when a committed file
@@ -63,7 +66,8 @@ func write(root string, registry app.Registry) error {
 	var bindings []string
 	var chart bytes.Buffer
 	chart.WriteString("{{- /*\n" + wrap("The controllers' ClusterRoles and bindings, as manifests/rbac/controllers and "+
-		"manifests/components have them; a controller off by default only when enabled. "+generated, 78) + "\n*/}}\n")
+		"manifests/components have them; a controller off by default only when turned on. "+generated, 78) + "\n*/}}\n")
+	fmt.Fprintf(&chart, "{{- define \"cm.offByDefault\" }}%s{{ end }}\n", strings.Join(registry.DisabledByDefault(), " "))
 	for _, d := range registry {
 		if len(d.Role.Rules) == 0 {
 			return fmt.Errorf("controller %s declares no RBAC rules", d.Name)
@@ -74,6 +78,9 @@ func write(root string, registry app.Registry) error {
 			component := filepath.Join(root, "manifests", "components", d.Name)
 			files[filepath.Join(component, d.Name+"-controller.yaml")] = []byte(comment("", generated) + role)
 			files[filepath.Join(component, "binding.yaml")] = []byte(comment("", generated) + binding)
+			files[filepath.Join(component, "kustomization.yaml")] = []byte(comment("", fmt.Sprintf("The %s controller, which is off by "+
+				"default: its ClusterRole and binding, and --controllers=*,%s. The default install grants none of it. %s", d.Name, d.Name, generated)) +
+				componentKustomization(d.Name))
 		} else {
 			files[filepath.Join(dir, d.Name+".yaml")] = []byte(comment("", generated) + role)
 			resources = append(resources, d.Name+".yaml")
@@ -83,7 +90,7 @@ func write(root string, registry app.Registry) error {
 		labels := "    {{- include \"cm.labels\" . | nindent 4 }}\n"
 		subjects := "subjects:\n  {{- include \"cm.subject\" . | nindent 2 }}\n"
 		if d.DisabledByDefault {
-			fmt.Fprintf(&chart, "{{- if (index .Values %q | default dict).enabled }}\n", d.Name)
+			fmt.Fprintf(&chart, "{{- if or (has %q .Values.controllers) (index .Values %q | default dict).enabled }}\n", d.Name, d.Name)
 		}
 		chart.WriteString("---\n" + clusterRole(d.Name, d.Role, labels) + "---\n" + clusterRoleBinding(d.Name, labels, subjects))
 		if d.DisabledByDefault {
@@ -111,6 +118,14 @@ func write(root string, registry app.Registry) error {
 		}
 	}
 	return nil
+}
+
+// componentKustomization adds a controller's ClusterRole and binding and
+// turns it on.
+func componentKustomization(name string) string {
+	return "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources:\n  - " + name + "-controller.yaml\n  - binding.yaml\n" +
+		"patches:\n  - target:\n      kind: Deployment\n      name: controller-manager\n    patch: |-\n      - op: add\n" +
+		"        path: /spec/template/spec/containers/0/args/-\n        value: --controllers=*," + name + "\n"
 }
 
 func clusterRole(name string, role controller.Role, labels string) string {

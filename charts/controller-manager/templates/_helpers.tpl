@@ -69,8 +69,10 @@ cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/controller-manager-webh
 - {{ printf "--leader-elect-retry-period=%s" . | quote }}
 {{- end }}
 {{- $controllers := .Values.controllers }}
-{{- if .Values.cleanup.enabled }}
-{{- $controllers = append $controllers "cleanup" }}
+{{- range splitList " " (include "cm.offByDefault" .) }}
+{{- if and . (not (has . $controllers)) (index $.Values . | default dict).enabled }}
+{{- $controllers = append $controllers . }}
+{{- end }}
 {{- end }}
 {{- if ne (join "," $controllers) "*" }}
 - {{ printf "--controllers=%s" (join "," $controllers) | quote }}

@@ -42,6 +42,10 @@ func TestChartMatchesManifests(t *testing.T) {
 	}{
 		{"default", func(t *testing.T) []object { return kustomize(t, repoRoot(t)+"/manifests/default") }, nil},
 		{"cleanup", func(t *testing.T) []object { return kustomizeWith(t, "cleanup") }, map[string]any{"cleanup": map[string]any{"enabled": true}}},
+		// A controller off by default turned on by naming it, as any
+		// controller can be without values of its own: its RBAC comes too.
+		{"cleanup named in controllers", func(t *testing.T) []object { return kustomizeWith(t, "cleanup") },
+			map[string]any{"controllers": []any{"*", "cleanup"}}},
 		{"cert-manager", func(t *testing.T) []object { return kustomizeWith(t, "cert-manager") },
 			map[string]any{"webhooks": map[string]any{"certificates": "cert-manager"}}},
 		// Only the kustomize component scrapes as the chart does (the old
