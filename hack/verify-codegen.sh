@@ -10,7 +10,7 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 # Everything update-codegen.sh writes lives under these paths (the chart's
 # files/ are copies of manifests/, made by hack/update-chart.sh).
 GENERATED=(apis pkg/generated manifests/crd manifests/components docs/api-reference.md docs/flags.md charts/controller-manager/files
-    manifests/rbac charts/controller-manager/templates README.md)
+    manifests/rbac charts/controller-manager/templates README.md docs/operations.md)
 
 TMP="$(mktemp -d)"
 trap 'rm -rf "${TMP}"' EXIT

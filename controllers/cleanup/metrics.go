@@ -48,8 +48,11 @@ var (
 	registerOnce sync.Once
 )
 
+// Metrics are the controller's own metrics, which its descriptor lists.
+var Metrics = []metrics.Registerable{sweepsTotal, staleObjects, removedTotal, sweepDuration}
+
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(sweepsTotal, staleObjects, removedTotal, sweepDuration)
+		legacyregistry.MustRegister(Metrics...)
 	})
 }

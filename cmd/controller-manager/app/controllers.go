@@ -80,6 +80,7 @@ func NewRegistry() Registry {
 			New:     newCleanupController,
 			Role:    cleanup.Role,
 			Options: func(o *options.Options) controller.Options { return &o.Cleanup },
+			Metrics: cleanup.Metrics,
 		},
 	}
 }

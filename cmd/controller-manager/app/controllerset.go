@@ -69,10 +69,8 @@ func (h haControllers) Start(ctx context.Context, units []ha.Unit, guardFor func
 func (h haControllers) SetLeading(units []string, leading bool) {
 	h.m.status.setLeading(units, leading)
 }
-func (h haControllers) SetLease(unit, lease string) { h.m.status.setLease(unit, lease) }
-func (h haControllers) SetMembers(members *membership.Members, identity string) {
-	h.m.status.setMembers(members, identity)
-}
+func (h haControllers) SetLease(unit, lease string)                 { h.m.status.setLease(unit, lease) }
+func (h haControllers) SetMembers(m *membership.Members, id string) { h.m.status.setMembers(m, id) }
 
 // startSet builds the units (registering their informers and event
 // handlers) and starts the informers they read, which run until stop. The

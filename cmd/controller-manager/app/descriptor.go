@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/metrics"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/pkg/controller"
@@ -80,6 +81,9 @@ type ControllerDescriptor struct {
 	// controller", with --concurrent-<name>-syncs when their defaults give
 	// the controller workers, and validates them.
 	Options func(*options.Options) controller.Options
+	// Metrics are the controller's own metrics, beyond those every
+	// controller has: hack/flagdocs lists them in docs/operations.md.
+	Metrics []metrics.Registerable
 	// ShardKeys, for a controller --shards can split, place the objects of
 	// each resource its informers list in a shard; resources not named
 	// are read whole. Nil: the controller is not split.
