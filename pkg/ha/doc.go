@@ -89,7 +89,10 @@ limitations under the License.
 //     it; each shard it leads drains once the shard's new assignee states
 //     it warm (at most a lease duration; at once when no replica is left),
 //     and each whole controller, warm on every replica, drains at once;
-//     then its Lease is released.
+//     then its Lease is released. The last replica of a layout hands a
+//     shard over once the replicas of the next layout, which build theirs
+//     while fenced, state them warm (pkg/layout's Fence.OthersWarm; at most
+//     a lease duration).
 //   - kill -9 or a partition: nothing is released. A survivor drops the
 //     member the moment its member Lease has been unchanged for a lease
 //     duration since the watch delivered it, and takes a unit assigned to

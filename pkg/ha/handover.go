@@ -32,16 +32,18 @@ import (
 // assigned the unit to another replica (a handover, recorded in
 // handedOver, or this replica's shutdown, after which it leaves) and that
 // replica is warm (it states the unit's caches synced, or builds none
-// ahead, or there is none), or after waitWarm: either way the unit drains
-// gracefully.
-func drainWhenUnassigned(ctx context.Context, members *membership.Members, unit string, handedOver *atomic.Bool, waitWarm time.Duration) (<-chan struct{}, func()) {
+// ahead), or, with none left of this layout, when othersWarm says the
+// replicas of another layout are (nil: at once), or after waitWarm: either
+// way the unit drains gracefully.
+func drainWhenUnassigned(ctx context.Context, members *membership.Members, unit string, handedOver *atomic.Bool, waitWarm time.Duration,
+	othersWarm func() bool) (<-chan struct{}, func()) {
 	drain := make(chan struct{})
 	stop := make(chan struct{})
 	changes, unsubscribe := members.Subscribe()
 	go func() {
 		defer close(drain)
 		defer unsubscribe() // a subscription per term of leading, ended with it
-		var unassigned <-chan time.Time
+		var unassigned, poll <-chan time.Time
 		shutdown := ctx.Done()
 		for {
 			mine := members.Mine(unit)
@@ -53,12 +55,20 @@ func drainWhenUnassigned(ctx context.Context, members *membership.Members, unit 
 				}
 				// Shutting down, the unit is still assigned here until
 				// Leave has judged; the others see it gone after.
-				if !mine && members.Ready(unit) {
+				last := members.Owner(unit) == "" // the last of this layout
+				if !mine && members.Ready(unit) && (!last || othersWarm == nil || othersWarm()) {
 					handedOver.Store(true)
 					return
 				}
+				if !mine && last && othersWarm != nil && poll == nil {
+					// Another layout's member Leases tell no subscriber.
+					ticker := time.NewTicker(100 * time.Millisecond)
+					defer ticker.Stop()
+					poll = ticker.C
+				}
 			}
 			select {
+			case <-poll:
 			case <-shutdown:
 				// This replica leaves: the unit is assigned elsewhere
 				// as soon as the others see it gone.

@@ -224,10 +224,11 @@ func (p *perUnit) lead(ctx context.Context, u Unit, cold *coldUnit) error {
 					// A whole controller is warm on every replica; a shard
 					// is once its assignee says so.
 					var waitWarm time.Duration
+					var othersWarm func() bool
 					if cold != nil {
-						waitWarm = le.LeaseDuration.Duration
+						waitWarm, othersWarm = le.LeaseDuration.Duration, p.fence.OthersWarm
 					}
-					drain, stopWatching := drainWhenUnassigned(ctx, members, u.Name, &handedOver, waitWarm)
+					drain, stopWatching := drainWhenUnassigned(ctx, members, u.Name, &handedOver, waitWarm, othersWarm)
 					defer stopWatching()
 					set := p.whole
 					if cold != nil {

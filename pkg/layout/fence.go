@@ -19,7 +19,9 @@ package layout
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,6 +106,10 @@ type sighting struct {
 	holder     string
 	rv         string
 	changed    time.Time
+	// offered and warm are what a member Lease states (membership's
+	// annotations); statesWarm is false for a version that states none.
+	offered, warm []string
+	statesWarm    bool
 }
 
 // New follows the group's Leases through informer, which must hold every
@@ -138,7 +144,9 @@ func (f *Fence) classify(lease *coordinationv1.Lease) (*sighting, bool) {
 	case lease.Name == FenceName(f.cfg.Group):
 		return &sighting{role: fenceLease, layout: lease.Labels[Label]}, true
 	case lease.Labels[membership.GroupLabel] == f.group:
-		return &sighting{role: memberLease, layout: lease.Labels[Label]}, true
+		warm, statesWarm := lease.Annotations[membership.WarmAnnotation]
+		return &sighting{role: memberLease, layout: lease.Labels[Label], offered: splitList(lease.Annotations[membership.UnitsAnnotation]),
+			warm: splitList(warm), statesWarm: statesWarm}, true
 	case lease.Labels[GroupLabel] == f.group:
 		_, legacyName := f.cfg.Legacy(lease.Name)
 		return &sighting{role: unitLease, layout: lease.Labels[Label], legacyName: legacyName}, true
@@ -206,6 +214,55 @@ func (f *Fence) judge() {
 // Subscribe returns a channel told whenever the last Lease or member of
 // another layout stops keeping this layout from acquiring; cancel ends it.
 func (f *Fence) Subscribe() (<-chan struct{}, func()) { return f.opened.Subscribe() }
+
+// OthersWarm says whether the live replicas of other layouts, if any, can
+// lead at once: each states a unit offered (its caches synced, or a shard it
+// builds ahead), and together they state warm every shard unit they offer.
+// A replica that leaves as the last of its layout hands a shard over only
+// then (or after a lease duration): during a layout change its successor
+// builds the new layout's shards while fenced, as a unit's assignee does
+// within a layout.
+func (f *Fence) OthersWarm() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return othersWarm(f.seen, f.cfg.Layout, f.cfg.Clock.Now(), f.cfg.LeaseDuration)
+}
+
+func othersWarm(seen map[string]*sighting, layout string, now time.Time, leaseDuration time.Duration) bool {
+	shards, warm := map[string]bool{}, map[string]bool{}
+	for _, s := range seen {
+		if s.role != memberLease || s.layout == "" || s.layout == layout || now.Sub(s.changed) >= leaseDuration || !s.statesWarm {
+			continue // not a live member of another layout that states what it has warm
+		}
+		if len(s.offered) == 0 {
+			return false // its caches have not synced yet
+		}
+		for _, u := range s.offered {
+			if shardUnit.MatchString(u) {
+				shards[u] = true
+			}
+		}
+		for _, u := range s.warm {
+			warm[u] = true
+		}
+	}
+	for u := range shards {
+		if !warm[u] {
+			return false
+		}
+	}
+	return true
+}
+
+// shardUnit matches the name of a shard unit, <controller>-<i>-of-<n>.
+var shardUnit = regexp.MustCompile(`-[0-9]+-of-[0-9]+$`)
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
 
 // view is what the fence decides by, from the Leases as last seen.
 type view struct {
