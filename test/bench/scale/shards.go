@@ -291,8 +291,18 @@ func shardsOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Lau
 	rolled := time.Now()
 	old := slices.Clone(replicas)
 	for _, m := range old {
-		if _, err := start(newArgs); err != nil {
+		successor, err := start(newArgs)
+		if err != nil {
 			return run, err
+		}
+		// A Deployment terminates the predecessor once the successor is
+		// ready, a kubelet probe and a resync at least after it started;
+		// the successor states its membership (its member Lease, which
+		// the predecessor hands its shards over by) within a few hundred
+		// milliseconds of its start. So the roll waits for that, not for
+		// a fixed time.
+		if err := waitJoined(ctx, successor, time.Minute); err != nil {
+			return run, fmt.Errorf("rolling %s: %w", m.Name(), err)
 		}
 		if _, err := m.Terminate(time.Minute); err != nil {
 			return run, fmt.Errorf("rolling %s: %w", m.Name(), err)
@@ -312,6 +322,15 @@ func shardsOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Lau
 		return run, fmt.Errorf("after the roll to --shards=%d: %w", to, err)
 	}
 	return run, nil
+}
+
+// waitJoined waits until m lists itself among the live members (its member
+// Lease written and seen).
+func waitJoined(ctx context.Context, m *binaryManager, timeout time.Duration) error {
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		d, err := getDebug(ctx, m.Base())
+		return err == nil && d.Identity != "" && slices.Contains(d.Members, d.Identity), nil
+	})
 }
 
 // timeMove waits until every unit is led by its assignee among replicas

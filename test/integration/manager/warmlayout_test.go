@@ -23,7 +23,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
@@ -43,19 +42,8 @@ import (
 // successor started them cold (in this test, each a second before its
 // caches synced).
 func TestLayoutChangeMovesShardsWarm(t *testing.T) {
-	ctx := context.Background()
 	leaseNS := framework.CreateNamespace(t, cp.Client)
-	const namespaces, perNamespace = 8, 150
-	for range namespaces {
-		ns := framework.CreateNamespace(t, cp.Client)
-		for i := range perNamespace {
-			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%d", i)},
-				Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 80}}}}
-			if _, err := cp.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	createServices(t, 8, 150)
 	log := &startLog{}
 	start := func(replica string, shards int) *framework.Manager {
 		registry := app.Registry{{

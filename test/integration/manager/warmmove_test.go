@@ -88,19 +88,8 @@ func (c *caching) Run(ctx context.Context) {
 func TestShardsMoveWarmToAJoiningReplica(t *testing.T) {
 	ctx := context.Background()
 	leaseNS := framework.CreateNamespace(t, cp.Client)
-	const shards, namespaces, perNamespace = 4, 8, 150
-	var nss []string
-	for range namespaces {
-		ns := framework.CreateNamespace(t, cp.Client)
-		nss = append(nss, ns)
-		for i := range perNamespace {
-			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%d", i)},
-				Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 80}}}}
-			if _, err := cp.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	const shards = 4
+	createServices(t, 8, 150)
 	log := &startLog{}
 	start := func(replica string) *framework.Manager {
 		registry := app.Registry{{
@@ -190,6 +179,21 @@ func TestShardsMoveWarmToAJoiningReplica(t *testing.T) {
 			s.at.Sub(stopped).Round(time.Millisecond), s.at.Sub(releases.Released("warm-"+s.unit)).Round(time.Millisecond), s.synced, s.cached)
 		if fromA[s.unit] && !s.synced {
 			t.Errorf("%s moved from a, stopped, to b and started with its cache not synced: a cold move", s.unit)
+		}
+	}
+}
+
+// createServices creates perNamespace headless Services in each of
+// namespaces new namespaces, for shard controllers to cache.
+func createServices(t *testing.T, namespaces, perNamespace int) {
+	for range namespaces {
+		ns := framework.CreateNamespace(t, cp.Client)
+		for i := range perNamespace {
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%d", i)},
+				Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 80}}}}
+			if _, err := cp.Client.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }
