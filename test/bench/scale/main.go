@@ -132,6 +132,7 @@ type config struct {
 	profileScale                              float64
 	noiseObjects, noisyApps                   int
 	shardsReplicas                            []int
+	shardsCount                               int
 	shardsApps, shardsNamespaces              int
 	shardsLeaseTraffic                        int
 	shardsLeaseWindow                         time.Duration
@@ -165,6 +166,7 @@ func main() {
 	flag.Float64Var(&cfg.profileScale, "profile-scale", 0.25, "The profile scenario converges this share of --apps, --pipelines and --services again with the manager in this process, under a CPU profile.")
 	flag.IntVar(&cfg.noiseObjects, "noise-objects", 50000, "Objects the manager does not manage in the noisy scenario: Deployments of 0 replicas, headless Services without selector, Pods no scheduler takes, ConfigMaps, a quarter each.")
 	flag.IntVar(&cfg.noisyApps, "noisy-apps", 500, "Apps converged by a fresh manager without, then with, the noise in the noisy scenario.")
+	flag.IntVar(&cfg.shardsCount, "shards-count", 0, "--shards of every run of the shards scenario; 0: the largest of --shards-replicas.")
 	flag.StringVar(&shardsReplicas, "shards-replicas", "1,2,4", "Replica counts of the shards scenario: for each N, N replicas with --shards=S (S the largest N) converge --shards-apps Apps; then one more joins, the busiest leaves (SIGTERM), the next busiest is killed (kill -9), and the rest roll to --shards=S/2.")
 	flag.IntVar(&cfg.shardsApps, "shards-apps", 3000, "Apps (0 pods, with Service and Ingress: 4 cached objects each) in the shards scenario, for each N: 3000 reach 12,000 cached objects. 10000 reach 40,000, where the 1/N share shows more, and take about half an hour.")
 	flag.IntVar(&cfg.shardsLeaseTraffic, "shards-lease-traffic", 64, "Shards of the shards scenario's Lease traffic measurement: 3 replicas with --shards=N, no Apps, their Lease requests per second over --shards-lease-window; 0 skips it.")

@@ -17,6 +17,7 @@ limitations under the License.
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -112,7 +113,7 @@ func scenarioShards(ctx context.Context, c *cluster, cfg config, l *e2eframework
 	if err != nil {
 		return res, err
 	}
-	shards := slices.Max(cfg.shardsReplicas)
+	shards := cmp.Or(cfg.shardsCount, slices.Max(cfg.shardsReplicas))
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 24))
 	for _, n := range cfg.shardsReplicas {
 		namespaces := balancedNamespaces(rng, cfg.shardsNamespaces, shards)
