@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -85,6 +84,9 @@ type Fence struct {
 	opened  membership.Signal
 
 	flipMu sync.Mutex
+	// membersListed reads the group's member Leases live, once, for
+	// OthersWarm.
+	membersListed sync.Once
 }
 
 type role int
@@ -144,9 +146,8 @@ func (f *Fence) classify(lease *coordinationv1.Lease) (*sighting, bool) {
 	case lease.Name == FenceName(f.cfg.Group):
 		return &sighting{role: fenceLease, layout: lease.Labels[Label]}, true
 	case lease.Labels[membership.GroupLabel] == f.group:
-		warm, statesWarm := lease.Annotations[membership.WarmAnnotation]
-		return &sighting{role: memberLease, layout: lease.Labels[Label], offered: splitList(lease.Annotations[membership.UnitsAnnotation]),
-			warm: splitList(warm), statesWarm: statesWarm}, true
+		offered, warm, statesWarm := membership.Stated(lease)
+		return &sighting{role: memberLease, layout: lease.Labels[Label], offered: offered, warm: warm, statesWarm: statesWarm}, true
 	case lease.Labels[GroupLabel] == f.group:
 		_, legacyName := f.cfg.Legacy(lease.Name)
 		return &sighting{role: unitLease, layout: lease.Labels[Label], legacyName: legacyName}, true
@@ -222,7 +223,24 @@ func (f *Fence) Subscribe() (<-chan struct{}, func()) { return f.opened.Subscrib
 // then (or after a lease duration): during a layout change its successor
 // builds the new layout's shards while fenced, as a unit's assignee does
 // within a layout.
+//
+// Its first call reads the group's member Leases from the API server: the
+// replica asking is leaving, and its watch may not have delivered a
+// successor that joined a moment ago (seen under load: the shards then
+// moved cold).
 func (f *Fence) OthersWarm() bool {
+	f.membersListed.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), f.cfg.LeaseDuration/3)
+		defer cancel()
+		list, err := f.cfg.Client.CoordinationV1().Leases(f.cfg.Namespace).List(ctx,
+			metav1.ListOptions{LabelSelector: membership.GroupLabel + "=" + f.group})
+		if err != nil {
+			return // the watch's view, then
+		}
+		for i := range list.Items {
+			f.observe(&list.Items[i])
+		}
+	})
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return othersWarm(f.seen, f.cfg.Layout, f.cfg.Clock.Now(), f.cfg.LeaseDuration)
@@ -256,13 +274,6 @@ func othersWarm(seen map[string]*sighting, layout string, now time.Time, leaseDu
 
 // shardUnit matches the name of a shard unit, <controller>-<i>-of-<n>.
 var shardUnit = regexp.MustCompile(`-[0-9]+-of-[0-9]+$`)
-
-func splitList(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, ",")
-}
 
 // view is what the fence decides by, from the Leases as last seen.
 type view struct {

@@ -544,6 +544,14 @@ func (m *Members) forget(obj any) {
 	m.judge()
 }
 
+// Stated reads what a member Lease states: the units its replica offers,
+// those it has warm, and whether it states warm units at all (versions
+// before warm moves do not).
+func Stated(lease *coordinationv1.Lease) (offered, warm []string, statesWarm bool) {
+	w, statesWarm := lease.Annotations[WarmAnnotation]
+	return splitUnits(lease.Annotations[UnitsAnnotation]), splitUnits(w), statesWarm
+}
+
 func splitUnits(s string) []string {
 	if s == "" {
 		return nil
