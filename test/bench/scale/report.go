@@ -391,9 +391,9 @@ func buildTable(res *results) ([]row, []verdict) {
 				where:   termWhere(r.standby),
 			})
 			if r.standby == options.StandbyWarm {
-				verdicts = append(verdicts, verdict{fmt.Sprintf("Warm standby, Lease acquired → first reconcile < 200 ms at %d objects", r.objects),
-					r.killReconcile < 200*time.Millisecond && r.termReconcile < 200*time.Millisecond,
-					fmt.Sprintf("%s after kill -9, %s after SIGTERM", secs(r.killReconcile), secs(r.termReconcile))})
+				verdicts = append(verdicts, verdict{fmt.Sprintf("Warm standby, Lease acquired → first reconcile ≤ 50 ms at %d objects (its own clock: the Lease's acquireTime to its log's first reconcile)", r.objects),
+					r.killReconcile <= 50*time.Millisecond && r.termReconcile <= 50*time.Millisecond,
+					fmt.Sprintf("%s after kill -9, %s after SIGTERM", millis(r.killReconcile), millis(r.termReconcile))})
 			}
 		}
 		for _, r := range f.runs {
