@@ -257,7 +257,7 @@ func scenarioFailover(ctx context.Context, c *cluster, cfg config, l *e2eframewo
 			filled += more
 		}
 		for _, mode := range cfg.failoverStandby {
-			run, err := failoverOnce(ctx, c, cfg, l, ns, mode)
+			run, err := failoverOnce(ctx, c, cfg, l, ns, mode, size)
 			if err != nil {
 				return res, fmt.Errorf("%s standby at %d objects: %w", mode, size, err)
 			}
@@ -278,8 +278,9 @@ func fillService(i int) *corev1.Service {
 }
 
 // failoverOnce runs three managers with standby mode on a fresh Lease:
-// kill -9 of the first leader, then SIGTERM of the second.
-func failoverOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher, ns, mode string) (failoverRun, error) {
+// kill -9 of the first leader, then SIGTERM of the second, once the cache
+// holds size objects (the first leader makes the fill's Ingresses).
+func failoverOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher, ns, mode string, size int) (failoverRun, error) {
 	logger := klog.FromContext(ctx).WithValues("standby", mode)
 	run := failoverRun{standby: mode}
 	leaseName := fmt.Sprintf("bench-scale-%d-%d", os.Getpid(), time.Now().UnixNano())
@@ -302,10 +303,13 @@ func failoverOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.L
 	if err := waitLeading(ctx, first, cfg.leaseDuration+2*time.Minute); err != nil {
 		return run, err
 	}
-	if err := waitManagerReady(ctx, first, 10*time.Minute, 2*time.Second); err != nil {
-		return run, err
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		run.objects, _, err = c.cachedObjects(ctx)
+		return err == nil && run.objects >= size, err
+	}); err != nil {
+		return run, fmt.Errorf("the cache holds %d objects, not the %d asked for: %w", run.objects, size, err)
 	}
-	if run.objects, _, err = c.cachedObjects(ctx); err != nil {
+	if err := waitManagerReady(ctx, first, 10*time.Minute, 2*time.Second); err != nil {
 		return run, err
 	}
 	if rss, err := procStatusKB(first.PID(), "VmRSS"); err == nil {
