@@ -161,10 +161,14 @@ func (f *Fence) classify(lease *coordinationv1.Lease) (*sighting, bool) {
 }
 
 func (f *Fence) observe(obj any) {
-	lease, ok := obj.(*coordinationv1.Lease)
-	if !ok {
-		return
+	if lease, ok := obj.(*coordinationv1.Lease); ok {
+		f.record(lease, false)
 	}
+}
+
+// record notes a version of lease. unseenOnly (a live read) leaves a Lease
+// the watch has delivered alone: the watch may hold a newer version by now.
+func (f *Fence) record(lease *coordinationv1.Lease, unseenOnly bool) {
 	s, ok := f.classify(lease)
 	if !ok {
 		return
@@ -172,7 +176,7 @@ func (f *Fence) observe(obj any) {
 	s.holder, s.rv = ptr.Deref(lease.Spec.HolderIdentity, ""), lease.ResourceVersion
 	f.mu.Lock()
 	prev := f.seen[lease.Name]
-	seen := prev != nil && prev.rv == s.rv
+	seen := prev != nil && (unseenOnly || prev.rv == s.rv)
 	if !seen {
 		s.changed = f.cfg.Clock.Now()
 		f.seen[lease.Name] = s
@@ -227,7 +231,7 @@ func (f *Fence) Subscribe() (<-chan struct{}, func()) { return f.opened.Subscrib
 // Its first call reads the group's member Leases from the API server: the
 // replica asking is leaving, and its watch may not have delivered a
 // successor that joined a moment ago (seen under load: the shards then
-// moved cold).
+// moved cold). The read adds only the Leases the watch has not delivered.
 func (f *Fence) OthersWarm() bool {
 	f.membersListed.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), f.cfg.LeaseDuration/3)
@@ -238,7 +242,7 @@ func (f *Fence) OthersWarm() bool {
 			return // the watch's view, then
 		}
 		for i := range list.Items {
-			f.observe(&list.Items[i])
+			f.record(&list.Items[i], true)
 		}
 	})
 	f.mu.Lock()

@@ -509,13 +509,13 @@ func (m *Members) observe(obj any) {
 	warmChanged := false
 	if s == nil || s.resourceVersion != lease.ResourceVersion {
 		holding, statesHolding := lease.Annotations[HoldingAnnotation]
-		warm, statesWarm := lease.Annotations[WarmAnnotation]
+		units, warm, statesWarm := Stated(lease)
 		next := &sighting{
 			identity:        ptr.Deref(lease.Spec.HolderIdentity, ""),
-			units:           splitUnits(lease.Annotations[UnitsAnnotation]),
+			units:           units,
 			holding:         splitUnits(holding),
 			statesHolding:   statesHolding,
-			warm:            splitUnits(warm),
+			warm:            warm,
 			statesWarm:      statesWarm,
 			resourceVersion: lease.ResourceVersion,
 			changed:         m.cfg.Clock.Now(),
