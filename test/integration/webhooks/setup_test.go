@@ -139,7 +139,10 @@ func installWebhooks() error {
 	if _, err := client.ValidatingWebhookConfigurations().Create(ctx, validatingConfig(url, caBundle), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the ValidatingWebhookConfiguration: %w", err)
 	}
-	return waitWebhooksActive(ctx)
+	if err := waitWebhooksActive(ctx); err != nil {
+		return err
+	}
+	return installPolicies(ctx)
 }
 
 // installCRDs creates the CRDs of manifests/crd with a conversion webhook at
@@ -228,6 +231,7 @@ func mutatingConfig(url string, caBundle []byte) *admissionregistrationv1.Mutati
 			TimeoutSeconds:          ptr.To[int32](5),
 			ReinvocationPolicy:      ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
 			AdmissionReviewVersions: []string{"v1"},
+			NamespaceSelector:       notByPolicy,
 		}},
 	}
 }
@@ -243,6 +247,7 @@ func validatingConfig(url string, caBundle []byte) *admissionregistrationv1.Vali
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			TimeoutSeconds:          ptr.To[int32](5),
 			AdmissionReviewVersions: []string{"v1"},
+			NamespaceSelector:       notByPolicy,
 		}
 	}
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
