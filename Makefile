@@ -153,10 +153,12 @@ deploy: kubectl ## Apply manifests/default and manifests/pipeline-namespace to t
 DIST ?= $(ROOT)/dist
 
 .PHONY: build-installer
-build-installer: kubectl ## Write dist/install.yaml: manifests/default with image IMG and manifests/pipeline-namespace, for kubectl apply -f.
+build-installer: kubectl ## Write dist/install.yaml (manifests/default) and dist/install-webhooks.yaml (manifests/default-webhooks, before Kubernetes 1.36), each with image IMG and manifests/pipeline-namespace, for kubectl apply -f.
 	mkdir -p $(DIST)
-	$(KUBECTL_CMD) kustomize manifests/default | sed 's|image: controller-manager:latest|image: $(IMG)|' >$(DIST)/install.yaml
-	{ echo ---; $(KUBECTL_CMD) kustomize manifests/pipeline-namespace; } >>$(DIST)/install.yaml
+	for k in default:install default-webhooks:install-webhooks; do \
+	  $(KUBECTL_CMD) kustomize manifests/$${k%%:*} | sed 's|image: controller-manager:latest|image: $(IMG)|' >$(DIST)/$${k#*:}.yaml && \
+	  { echo ---; $(KUBECTL_CMD) kustomize manifests/pipeline-namespace; } >>$(DIST)/$${k#*:}.yaml || exit 1; \
+	done
 
 # What a release publishes (docs/install.md), one name everywhere: the image
 # RELEASE_IMAGE:vX.Y.Z, the chart oci://ghcr.io/ndsl/charts/controller-manager.
@@ -164,7 +166,7 @@ RELEASE_IMAGE ?= ghcr.io/ndsl/controller-manager
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
 
 .PHONY: release
-release: ## make release VERSION=X.Y.Z: into dist/, the image for linux/amd64 and linux/arm64 (an OCI archive), install.yaml, the chart, an SPDX SBOM and SHA256SUMS; offline.
+release: ## make release VERSION=X.Y.Z: into dist/, the image for linux/amd64 and linux/arm64 (an OCI archive), install.yaml and install-webhooks.yaml, the chart, an SPDX SBOM and SHA256SUMS; offline.
 	@RELEASE_PLATFORMS='$(RELEASE_PLATFORMS)' hack/release.sh '$(VERSION)' '$(RELEASE_IMAGE)' '$(DIST)' '-s -w $(LDFLAGS)'
 
 # KEEP_CRDS=1 keeps the CRDs, and every App and Pipeline: first

@@ -11,9 +11,11 @@
 #                                        the same for the chart's helm test (cmd/chart-test),
 #                                        IMAGE_REPOSITORY-chart-test:vX.Y.Z
 #   install.yaml                         make build-installer with that image
+#   install-webhooks.yaml                the same for clusters before Kubernetes 1.36
+#                                        (App admission by webhooks, not policies)
 #   controller-manager-X.Y.Z.tgz         the chart: version X.Y.Z, appVersion and image tag vX.Y.Z
 #   controller-manager-vX.Y.Z.spdx.json  SPDX SBOM of the binaries' Go modules (hack/sbom)
-#   SHA256SUMS                           of the five above
+#   SHA256SUMS                           of the six above
 #
 # RELEASE_PLATFORMS (default: linux/amd64 linux/arm64) chooses the image's
 # platforms; test/release builds linux/amd64 only.
@@ -42,7 +44,7 @@ log() { echo "release: $*" >&2; }
 mkdir -p "$dist"
 dist=$(cd "$dist" && pwd)
 archive=controller-manager-$tag.oci.tar testArchive=controller-manager-chart-test-$tag.oci.tar chart=controller-manager-$version.tgz sbom=controller-manager-$tag.spdx.json
-rm -f "$dist/$archive" "$dist/$testArchive" "$dist/install.yaml" "$dist/$chart" "$dist/$sbom" "$dist/SHA256SUMS"
+rm -f "$dist/$archive" "$dist/$testArchive" "$dist/install.yaml" "$dist/install-webhooks.yaml" "$dist/$chart" "$dist/$sbom" "$dist/SHA256SUMS"
 
 read -ra platforms <<<"${RELEASE_PLATFORMS:-linux/amd64 linux/arm64}"
 binaries=() testBinaries=()
@@ -67,7 +69,7 @@ log "writing $testArchive"
 go run ./hack/ociimage --ref "$repository-chart-test:$tag" --name chart-test --out "$dist/$testArchive" \
   --source "$source" --revision "$commit" --created "$epoch" "${testBinaries[@]}"
 
-log "writing install.yaml"
+log "writing install.yaml and install-webhooks.yaml"
 # The project's kubectl, whatever kubectl is on PATH: the kustomize in an
 # older one renders the bindings' ServiceAccount namespaces wrong (issue 37).
 kubectl=${CONTROLPLANE_BIN_DIR:-$ROOT/hack/bin}/kube-v1.36.3/kubectl
@@ -81,5 +83,5 @@ log "writing $sbom"
 go run ./hack/sbom --name "controller-manager-$tag" --main-version "$tag" --created "$epoch" \
   --namespace "$source/releases/download/$tag/$sbom-$commit" "${binaries[@]}" >"$dist/$sbom"
 
-(cd "$dist" && sha256sum "$archive" "$testArchive" install.yaml "$chart" "$sbom" >SHA256SUMS)
+(cd "$dist" && sha256sum "$archive" "$testArchive" install.yaml install-webhooks.yaml "$chart" "$sbom" >SHA256SUMS)
 log "$image: $dist in $((SECONDS - begin))s"

@@ -3,6 +3,7 @@
 # shares with manifests/, which stays the single source:
 #
 #   manifests/crd/*.yaml                 -> files/crds/   (the generated CRDs)
+#   manifests/policies/*.yaml            -> files/policies/ (the admission policies)
 #   manifests/alerts/alerts.yaml         -> files/alerts.yaml
 #   the Grafana dashboard's JSON         -> files/dashboard.json
 #
@@ -22,6 +23,12 @@ mkdir -p "${FILES}/crds"
 for crd in manifests/crd/*.yaml; do
     [[ "$(basename "${crd}")" == kustomization.yaml ]] && continue
     cp "${crd}" "${FILES}/crds/"
+done
+rm -rf "${FILES}/policies"
+mkdir -p "${FILES}/policies"
+for policy in manifests/policies/*.yaml; do
+    case "$(basename "${policy}")" in kustomization.yaml | kustomizeconfig.yaml) continue ;; esac
+    cp "${policy}" "${FILES}/policies/"
 done
 cp manifests/alerts/alerts.yaml "${FILES}/alerts.yaml"
 # The dashboard lives with the kustomize component that installs it.

@@ -33,6 +33,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -90,7 +91,7 @@ func TestRelease(t *testing.T) {
 			}
 		}
 		sort.Strings(listed)
-		want := []string{archive, testArchive, chart, sbom, "install.yaml"}
+		want := []string{archive, testArchive, chart, sbom, "install.yaml", "install-webhooks.yaml"}
 		sort.Strings(want)
 		if fmt.Sprint(files) != fmt.Sprint(want) || fmt.Sprint(listed) != fmt.Sprint(want) {
 			t.Errorf("dist holds %v, SHA256SUMS lists %v; want %v", files, listed, want)
@@ -123,9 +124,23 @@ func TestRelease(t *testing.T) {
 	})
 
 	t.Run("install.yaml runs the release's image", func(t *testing.T) {
-		y := string(readFile(t, filepath.Join(dist, "install.yaml")))
-		if n := strings.Count(y, "image: "+image+"\n"); n != 1 || strings.Count(y, "image: ") != 1 {
-			t.Errorf("install.yaml has %d image: lines naming %s, %d in all; want that one only", n, image, strings.Count(y, "image: "))
+		for _, file := range []string{"install.yaml", "install-webhooks.yaml"} {
+			// image: keys only: the admission policies' CEL says "spec.image: ".
+			lines := regexp.MustCompile(`(?m)^\s*(- )?image: (.*)$`).FindAllStringSubmatch(string(readFile(t, filepath.Join(dist, file))), -1)
+			if len(lines) != 1 || lines[0][2] != image {
+				t.Errorf("%s has image: lines %q; want one, naming %s", file, lines, image)
+			}
+		}
+	})
+
+	// install.yaml admits Apps by policy (Kubernetes 1.36 and later),
+	// install-webhooks.yaml by the manager's webhooks, for older clusters.
+	t.Run("install-webhooks.yaml has the App webhooks, not the policies", func(t *testing.T) {
+		for file, want := range map[string]bool{"install.yaml": true, "install-webhooks.yaml": false} {
+			y := string(readFile(t, filepath.Join(dist, file)))
+			if policies, hooks := strings.Contains(y, "kind: MutatingAdmissionPolicy\n"), strings.Contains(y, "name: mutate.apps.ingress.example.com"); policies != want || hooks == want {
+				t.Errorf("%s: admission policies %v, App webhooks %v; want %v, %v", file, policies, hooks, want, !want)
+			}
 		}
 	})
 

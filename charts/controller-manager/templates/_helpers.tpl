@@ -129,3 +129,21 @@ cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/controller-manager-webh
 - {{ . | quote }}
 {{- end }}
 {{- end }}
+
+{{/* Who admits Apps: "policies" (the API server, manifests/policies) or
+"webhooks" (the manager). admission.by auto takes the policies where the
+cluster serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy
+(Kubernetes 1.36 and later). */}}
+{{- define "cm.appAdmission" -}}
+{{- $by := .Values.admission.by -}}
+{{- if eq $by "auto" -}}
+{{- $api := .Capabilities.APIVersions -}}
+{{- /* Against a cluster, helm knows every served kind. helm template knows
+only group/versions: the Kubernetes version (--kube-version) decides. */ -}}
+{{- $kinds := $api.Has "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration" -}}
+{{- $served := $api.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy" -}}
+{{- ternary "policies" "webhooks" (or $served (and (not $kinds) (semverCompare ">=1.36-0" .Capabilities.KubeVersion.Version))) -}}
+{{- else -}}
+{{- $by -}}
+{{- end -}}
+{{- end }}

@@ -59,9 +59,12 @@ var namespaced = []string{"Deployment", "Service", "ServiceAccount", "Secret", "
 // ndsl-system.
 func TestChartNamespaceFromTheRelease(t *testing.T) {
 	const ns = "platform"
-	for _, certificates := range []string{"self", "cert-manager"} {
-		t.Run(certificates, func(t *testing.T) {
-			text, err := renderText(t, ns, everything(certificates))
+	for _, tc := range []struct{ certificates, admissionBy string }{{"self", "policies"}, {"cert-manager", "policies"}, {"self", "webhooks"}} {
+		certificates := tc.certificates
+		t.Run(certificates+" "+tc.admissionBy, func(t *testing.T) {
+			values := everything(certificates)
+			values["admission"] = map[string]any{"by": tc.admissionBy}
+			text, err := renderText(t, ns, values)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,9 +82,21 @@ func TestChartNamespaceFromTheRelease(t *testing.T) {
 					}
 				}
 			}
-			hooks := webhooks(t, objects)
-			if len(hooks) != 3 {
-				t.Fatalf("%d admission webhooks, want 3", len(hooks))
+			// The App's two, unless the policies do their work.
+			hooks, want := webhooks(t, objects), map[string]int{"webhooks": 3, "policies": 1}[tc.admissionBy]
+			if len(hooks) != want {
+				t.Fatalf("%d admission webhooks, want %d", len(hooks), want)
+			}
+			bindings := append(ofKind(objects, "MutatingAdmissionPolicyBinding"), ofKind(objects, "ValidatingAdmissionPolicyBinding")...)
+			if want := map[string]int{"webhooks": 0, "policies": 3}[tc.admissionBy]; len(bindings) != want {
+				t.Errorf("%d admission policy bindings, want %d", len(bindings), want)
+			}
+			for _, b := range bindings {
+				var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding // the fields both kinds share
+				b.into(t, &binding)
+				if sel := binding.Spec.MatchResources.NamespaceSelector; !excludes(sel, ns) || !excludes(sel, "kube-system") {
+					t.Errorf("%s: namespaceSelector %v must leave %s and kube-system out", b.key(), sel, ns)
+				}
 			}
 			for _, h := range hooks {
 				if s := h.ClientConfig.Service; s == nil || s.Namespace != ns || s.Name != "controller-manager-webhook" {
