@@ -114,6 +114,9 @@ cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/controller-manager-webh
 {{- with .Values.app.ingressDomain }}
 - {{ printf "--app-ingress-domain=%s" . | quote }}
 {{- end }}
+{{- if not .Values.app.invertEnableIngress }}
+- --app-invert-enable-ingress=false
+{{- end }}
 {{- if .Values.cleanup.enabled }}
 {{- with .Values.cleanup.interval }}
 - {{ printf "--cleanup-interval=%s" . | quote }}
@@ -145,5 +148,16 @@ only group/versions: the Kubernetes version (--kube-version) decides. */ -}}
 {{- ternary "policies" "webhooks" (or $served (and (not $kinds) (semverCompare ">=1.36-0" .Capabilities.KubeVersion.Version))) -}}
 {{- else -}}
 {{- $by -}}
+{{- end -}}
+{{- end }}
+
+{{/* Whether Apps created through v1beta1 get enable_ingress inverted, as the
+design notes ask: app.invertEnableIngress, which extraArgs'
+--app-invert-enable-ingress=false also turns off. The webhook reads the
+flag; the admission policies invert where their MutatingAdmissionPolicy is
+rendered. */}}
+{{- define "cm.invertEnableIngress" -}}
+{{- if and .Values.app.invertEnableIngress (not (has "--app-invert-enable-ingress=false" .Values.extraArgs)) -}}
+true
 {{- end -}}
 {{- end }}

@@ -53,7 +53,7 @@ func TestAppsWithTheManagerDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := kubectl(t, "", "apply", "--server-side", "-k", filepath.Join(root, "manifests", "default")); err != nil {
+	if out, err := kubectl(t, "", "apply", "-k", filepath.Join(root, "manifests", "default")); err != nil {
 		t.Fatalf("kubectl apply -k manifests/default: %v\n%s", err, out)
 	}
 	crds, err := apiextensionsclient.NewForConfig(cp.Config)

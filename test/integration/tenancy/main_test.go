@@ -180,8 +180,10 @@ func installManifests(ctx context.Context, base string) error {
 	if err != nil {
 		return fmt.Errorf("kubectl kustomize manifests/default: %w", err)
 	}
+	// The App admission policies too, but for the inversion's, which the
+	// suite's --app-invert-enable-ingress=false leaves out (docs/apis.md).
 	keep := map[string]bool{"CustomResourceDefinition": true, "MutatingWebhookConfiguration": true,
-		"ValidatingWebhookConfiguration": true, "ClusterRole": true}
+		"ValidatingWebhookConfiguration": true, "ClusterRole": true, "ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
 	var selected bytes.Buffer
 	var crds []string
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
@@ -224,8 +226,9 @@ func installManifests(ctx context.Context, base string) error {
 }
 
 // waitWebhooksCalled waits until the API server calls the manager's
-// Pipeline and App webhooks with the caBundle the manager filled in: a
-// dry-run create only the webhooks refuse is refused with their message.
+// Pipeline webhook with the caBundle the manager filled in, and enforces
+// the App admission policies: a dry-run create only they refuse is refused
+// with their message.
 func waitWebhooksCalled(ctx context.Context) error {
 	probe := newPipeline("tenancy-probe", "", nfsExport, step("m"))
 	probe.Spec.Steps[0].Image = "quay.io/elsewhere/image:1"
