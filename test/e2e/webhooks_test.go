@@ -24,17 +24,27 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 )
 
 // Both replicas serve the webhooks, leader or not. Kill -9 one of them
-// while Apps are being created: the balancer (the Service, in a cluster)
-// stops sending it connections, and admission keeps working on the other.
-// Only a request the dead replica was answering at that instant may fail.
+// while Apps are being created through v1, which the conversion webhook
+// converts to the stored v1beta1 (their admission is the API server's
+// policies): the balancer (the Service, in a cluster) stops sending it
+// connections, and the webhooks keep working on the other. Only a request
+// the dead replica was answering at that instant may fail.
 func TestWebhooksSurviveAKilledReplica(t *testing.T) {
 	requireProcesses(t)
 	if launcher.Webhooks == nil {
 		t.Skip("the webhooks need the local control plane, whose API server calls this machine")
 	}
+	dyn, err := dynamic.NewForConfig(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appsV1 := schema.GroupVersionResource{Group: "ingress.example.com", Version: "v1", Resource: "apps"}
 	procs := startManagers(t, 2, shortLease.args()...)
 	ns := newNamespace(t)
 	createApp(t, ns, newApp("before-kill", 1, true))
@@ -52,7 +62,12 @@ func TestWebhooksSurviveAKilledReplica(t *testing.T) {
 	wg.Go(func() {
 		for i := 0; ctx.Err() == nil; i++ {
 			started := time.Now()
-			_, err := cluster.Typed.AppV1beta1().Apps(ns).Create(context.Background(), newApp(fmt.Sprintf("stream-%d", i), 1, true), metav1.CreateOptions{})
+			app := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "ingress.example.com/v1", "kind": "App",
+				"metadata": map[string]any{"name": fmt.Sprintf("stream-%d", i)},
+				"spec":     map[string]any{"image": workloadImage(), "replicas": int64(1), "exposure": "Service"},
+			}}
+			_, err := dyn.Resource(appsV1).Namespace(ns).Create(context.Background(), app, metav1.CreateOptions{})
 			mu.Lock()
 			results = append(results, result{started, err})
 			mu.Unlock()
