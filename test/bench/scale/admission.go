@@ -17,9 +17,12 @@ limitations under the License.
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"os"
+	"io"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"time"
@@ -29,10 +32,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
@@ -42,12 +45,25 @@ import (
 
 const scenarioNameAdmission = "admission"
 
-// admissionResult is what the webhooks add to an App create: the latency
-// of sequential creates with the manifests' webhook configurations
-// installed, and without them, in the same run.
+// admissionResult is what admission adds to an App create: sequential
+// creates through the manager's webhooks (the manifests' configurations
+// for clusters before 1.36), through the admission policies the API server
+// runs itself (manifests/policies), and through neither, in the same run.
 type admissionResult struct {
-	creates       int
-	with, without latencies
+	creates                     int
+	webhooks, policies, without admissionRun
+}
+
+// admissionRun is the latency of the timed creates and the CPU they cost
+// per App: the API server's, and the webhooks-only manager's.
+type admissionRun struct {
+	latencies
+	apiserverCPU, managerCPU time.Duration
+}
+
+func (r admissionRun) String() string {
+	return fmt.Sprintf("%s, API server CPU %s and manager CPU %s per App", r.latencies,
+		r.apiserverCPU.Round(10*time.Microsecond), r.managerCPU.Round(10*time.Microsecond))
 }
 
 type latencies struct{ p50, p99 time.Duration }
@@ -56,9 +72,9 @@ func (l latencies) String() string {
 	return fmt.Sprintf("p50 %s, p99 %s", l.p50.Round(10*time.Microsecond), l.p99.Round(10*time.Microsecond))
 }
 
-// added is the webhooks' share of a create, at each percentile.
-func (r admissionResult) added() latencies {
-	return latencies{p50: r.with.p50 - r.without.p50, p99: r.with.p99 - r.without.p99}
+// added is what r adds to the creates without admission, at each percentile.
+func (r admissionResult) added(run admissionRun) latencies {
+	return latencies{p50: run.p50 - r.without.p50, p99: run.p99 - r.without.p99}
 }
 
 var webhookConfigGVRs = map[string]schema.GroupVersionResource{
@@ -68,8 +84,8 @@ var webhookConfigGVRs = map[string]schema.GroupVersionResource{
 
 // scenarioAdmission runs a manager serving webhooks only (as every replica
 // does), installs the manifests' webhook configurations pointed at it on
-// 127.0.0.1, and times sequential App creates with them and, after deleting
-// them, without.
+// 127.0.0.1, and times sequential App creates with them; after deleting
+// them, through the admission policies; and after deleting those, without.
 func scenarioAdmission(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher) (admissionResult, error) {
 	logger := klog.FromContext(ctx)
 	res := admissionResult{creates: cfg.admissionCreates}
@@ -145,7 +161,7 @@ func scenarioAdmission(ctx context.Context, c *cluster, cfg config, l *e2eframew
 		return res, err
 	}
 	logger.Info("Timing App creates through the webhooks", "creates", cfg.admissionCreates)
-	if res.with, err = timeCreates(ctx, c, ns, "with", cfg.admissionCreates); err != nil {
+	if res.webhooks, err = timeCreates(ctx, c, ns, "webhooks", cfg.admissionCreates); err != nil {
 		return res, err
 	}
 	if err := remove(); err != nil {
@@ -165,35 +181,98 @@ func scenarioAdmission(ctx context.Context, c *cluster, cfg config, l *e2eframew
 	}); err != nil {
 		return res, fmt.Errorf("waiting for the API server to stop calling the webhooks: %w", err)
 	}
-	logger.Info("Timing App creates without webhooks", "creates", cfg.admissionCreates)
+	if res.policies, err = timePolicyCreates(ctx, c, cfg, ns); err != nil {
+		return res, err
+	}
+	logger.Info("Timing App creates without admission", "creates", cfg.admissionCreates)
 	if res.without, err = timeCreates(ctx, c, ns, "without", cfg.admissionCreates); err != nil {
 		return res, err
 	}
-	logger.Info("Admission latency", "with", res.with.String(), "without", res.without.String(), "added", res.added().String())
+	logger.Info("Admission", "webhooks", res.webhooks.String(), "policies", res.policies.String(), "without", res.without.String())
 	return res, nil
 }
 
-// webhookConfigurations reads the manifests' webhook configurations and
-// points them at base.
+// timePolicyCreates installs manifests/policies, times App creates through
+// them, and deletes them again.
+func timePolicyCreates(ctx context.Context, c *cluster, cfg config, ns string) (admissionRun, error) {
+	policies, err := controlplane.LoadAdmissionPolicies()
+	if err != nil {
+		return admissionRun{}, err
+	}
+	defer func() { _ = policies.Delete(context.WithoutCancel(ctx), c.kube) }()
+	if err := policies.Install(ctx, c.kube, nil); err != nil {
+		return admissionRun{}, err
+	}
+	// The API server loads policies asynchronously: they act once a create
+	// comes back defaulted, and have stopped once it no longer does.
+	defaulted := func(ctx context.Context) (bool, error) {
+		app, err := c.crd.AppV1beta1().Apps(ns).Create(ctx, benchApp("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, nil
+		}
+		_, ok := app.Annotations[appv1beta1.EnableIngressRequestedAnnotation]
+		return ok, nil
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, defaulted); err != nil {
+		return admissionRun{}, fmt.Errorf("waiting for the API server to enforce the admission policies: %w", err)
+	}
+	if _, err := c.waitQuiet(ctx, cfg.quietRate, cfg.quietTimeout); err != nil {
+		return admissionRun{}, err
+	}
+	klog.FromContext(ctx).Info("Timing App creates through the admission policies", "creates", cfg.admissionCreates)
+	run, err := timeCreates(ctx, c, ns, "policies", cfg.admissionCreates)
+	if err != nil {
+		return run, err
+	}
+	if err := policies.Delete(ctx, c.kube); err != nil {
+		return run, err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		on, err := defaulted(ctx)
+		return !on && err == nil, nil
+	})
+	if err != nil {
+		return run, fmt.Errorf("waiting for the API server to drop the admission policies: %w", err)
+	}
+	return run, nil
+}
+
+// webhookConfigurations builds the webhook configurations of the install
+// with the App's admission webhooks (manifests/default-webhooks, for
+// clusters before 1.36) and points them at base.
 func webhookConfigurations(base string) ([]*unstructured.Unstructured, error) {
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
+	kubectl, err := controlplane.KubectlPath("")
+	if err != nil {
+		return nil, err
+	}
+	built, err := exec.Command(kubectl, "kustomize", filepath.Join(root, "manifests", "default-webhooks")).Output()
+	if err != nil {
+		return nil, fmt.Errorf("kubectl kustomize manifests/default-webhooks: %w", err)
+	}
 	var out []*unstructured.Unstructured
-	for _, file := range []string{"mutating.yaml", "validating.yaml"} {
-		data, err := os.ReadFile(filepath.Join(root, "manifests", "webhook", file))
-		if err != nil {
-			return nil, err
-		}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(built), 4096)
+	for {
 		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
+		if err := dec.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("decoding manifests/default-webhooks: %w", err)
+		}
+		if _, ok := webhookConfigGVRs[obj.GetKind()]; !ok {
+			continue
 		}
 		if _, err := webhookurl.Rewrite(obj, base); err != nil {
 			return nil, err
 		}
 		out = append(out, obj)
+	}
+	if len(out) != 2 {
+		return nil, fmt.Errorf("manifests/default-webhooks builds %d webhook configurations, want 2", len(out))
 	}
 	return out, nil
 }
@@ -208,20 +287,29 @@ func benchApp(name string) *appv1beta1.App {
 }
 
 // timeCreates creates n Apps one after another, after a few untimed ones,
-// and returns the percentiles of their latencies.
-func timeCreates(ctx context.Context, c *cluster, ns, prefix string, n int) (latencies, error) {
+// and returns the percentiles of their latencies and the CPU per App.
+func timeCreates(ctx context.Context, c *cluster, ns, prefix string, n int) (admissionRun, error) {
 	const warmup = 20
 	durations := make([]time.Duration, 0, n)
+	var cpu0 cpuSnapshot
 	for i := range n + warmup {
+		if i == warmup {
+			cpu0 = takeCPUSnapshot()
+		}
 		start := time.Now()
 		if _, err := c.crd.AppV1beta1().Apps(ns).Create(ctx, benchApp(fmt.Sprintf("%s-%d", prefix, i)), metav1.CreateOptions{}); err != nil {
-			return latencies{}, fmt.Errorf("creating App %s-%d: %w", prefix, i, err)
+			return admissionRun{}, fmt.Errorf("creating App %s-%d: %w", prefix, i, err)
 		}
 		if i >= warmup {
 			durations = append(durations, time.Since(start))
 		}
 	}
+	cpu := cpu0.until(takeCPUSnapshot())
+	perApp := func(process string) time.Duration {
+		return time.Duration(cpu.Cores[process] * float64(cpu.Wall) / float64(n))
+	}
 	slices.Sort(durations)
 	at := func(q float64) time.Duration { return durations[min(len(durations)-1, int(q*float64(len(durations))))] }
-	return latencies{p50: at(0.50), p99: at(0.99)}, nil
+	return admissionRun{latencies: latencies{p50: at(0.50), p99: at(0.99)},
+		apiserverCPU: perApp("kube-apiserver"), managerCPU: perApp("controller-manager")}, nil
 }

@@ -44,7 +44,8 @@ limitations under the License.
 //     everything, for --steady-duration: writes (must be 0) and CPU;
 //   - failover: three managers with leader election: kill -9 of the
 //     leader, then SIGTERM of the next, timing the standby's takeover;
-//   - conversion, admission: the webhooks' cost;
+//   - conversion, admission: the webhooks' cost, and the admission
+//     policies' beside them;
 //   - flood: a warm standby of the App controller takes over with N
 //     converged Apps queued, and one App is created at once: its time to
 //     first reconcile with the fifo and the priority queue;
@@ -192,7 +193,7 @@ func main() {
 	flag.DurationVar(&cfg.retryPeriod, "retry-period", 2*time.Second, "--leader-elect-retry-period of the failover managers.")
 	flag.IntVar(&cfg.conversionApps, "conversion-apps", 1000, "Apps listed through v1 (converted by the webhook) and v1beta1 in the conversion scenario.")
 	flag.IntVar(&cfg.conversionLists, "conversion-lists", 10, "Lists of all of them timed in each version.")
-	flag.IntVar(&cfg.admissionCreates, "admission-creates", 300, "Sequential App creates timed with the webhooks and again without, in the admission scenario.")
+	flag.IntVar(&cfg.admissionCreates, "admission-creates", 300, "Sequential App creates timed through the webhooks, through the admission policies and through neither, in the admission scenario.")
 	flag.StringVar(&floodSizes, "flood-sizes", "2000", "Counts of converged Apps in the flood scenario, ascending: for each, the time to a fresh App's first reconcile right after a warm standby takes over with them all queued, with the fifo and the priority queue. 20000 adds about 12 minutes (creating and converging 18,000 more Apps), beyond make bench's budget.")
 	flag.IntVar(&cfg.failoverApps, "failover-apps", 20, "Apps created for the failover managers to reconcile (besides whatever exists).")
 	var failoverSizes, failoverStandby string

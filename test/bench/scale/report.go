@@ -544,8 +544,9 @@ func markdown(res *results) string {
 		}
 	}
 	if a := res.admission; a != nil {
-		fmt.Fprintf(&b, "\n**Admission latency** (%d sequential App creates each, one client, a webhooks-only manager on loopback, the manifests' webhook configurations pointed at it): "+
-			"with the webhooks %s; without %s; the webhooks add %s.\n", a.creates, a.with, a.without, a.added())
+		fmt.Fprintf(&b, "\n**Admission** (%d sequential App creates each, one client; the webhooks: a webhooks-only manager on loopback, the configurations of manifests/default-webhooks pointed at it; the policies: manifests/policies, run by the API server): "+
+			"through the webhooks %s; through the admission policies %s; without admission %s. The webhooks add %s, the policies %s.\n",
+			a.creates, a.webhooks, a.policies, a.without, a.added(a.webhooks), a.added(a.policies))
 	}
 	return b.String()
 }

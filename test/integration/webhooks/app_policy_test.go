@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
@@ -304,13 +305,13 @@ func grantUser(t *testing.T, ns, user string, rules []rbacv1.PolicyRule) {
 // misspelt field or a type error shows as a warning there.
 func TestAppPoliciesTypeCheck(t *testing.T) {
 	setup(t)
-	policies, err := framework.LoadAdmissionPolicies()
+	policies, err := controlplane.LoadAdmissionPolicies()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var warnings map[string][]string
 	framework.Eventually(t, timeout, "the policies to be type-checked", func(ctx context.Context) (bool, error) {
-		warnings, err = framework.TypeCheckWarnings(ctx, cp.Client, policies)
+		warnings, err = controlplane.TypeCheckWarnings(ctx, cp.Client, policies)
 		return err == nil, nil
 	})
 	for name, ws := range warnings {

@@ -25,7 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/ndsl/controller-manager/test/integration/framework"
+	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 )
 
 // Namespaces labelled admittedBy=policy are admitted by manifests/policies
@@ -46,7 +46,7 @@ var (
 // installPolicies installs manifests/policies bound to the policy
 // namespaces and waits until the API server enforces them.
 func installPolicies(ctx context.Context) error {
-	policies, err := framework.LoadAdmissionPolicies()
+	policies, err := controlplane.LoadAdmissionPolicies()
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package framework
+package controlplane
 
 import (
 	"bufio"
@@ -27,12 +27,11 @@ import (
 	"path/filepath"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
-
-	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 )
 
 // AdmissionPolicies are the admission policies of manifests/policies.
@@ -44,9 +43,10 @@ type AdmissionPolicies struct {
 }
 
 // LoadAdmissionPolicies reads every document of the files that
-// manifests/policies/kustomization.yaml lists.
+// manifests/policies/kustomization.yaml lists: the App admission policies
+// as manifests/default installs them.
 func LoadAdmissionPolicies() (*AdmissionPolicies, error) {
-	root, err := controlplane.RepoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -160,4 +160,28 @@ func TypeCheckWarnings(ctx context.Context, client kubernetes.Interface, p *Admi
 		}
 	}
 	return out, nil
+}
+
+// Delete deletes the bindings, then the policies; absent ones are fine.
+func (p *AdmissionPolicies) Delete(ctx context.Context, client kubernetes.Interface) error {
+	c := client.AdmissionregistrationV1()
+	var errs []error
+	ignore := func(err error) {
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	for _, o := range p.MutatingBindings {
+		ignore(c.MutatingAdmissionPolicyBindings().Delete(ctx, o.Name, metav1.DeleteOptions{}))
+	}
+	for _, o := range p.ValidatingBindings {
+		ignore(c.ValidatingAdmissionPolicyBindings().Delete(ctx, o.Name, metav1.DeleteOptions{}))
+	}
+	for _, o := range p.Mutating {
+		ignore(c.MutatingAdmissionPolicies().Delete(ctx, o.Name, metav1.DeleteOptions{}))
+	}
+	for _, o := range p.Validating {
+		ignore(c.ValidatingAdmissionPolicies().Delete(ctx, o.Name, metav1.DeleteOptions{}))
+	}
+	return errors.Join(errs...)
 }
