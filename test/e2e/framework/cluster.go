@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 )
@@ -232,7 +233,28 @@ func (c *Cluster) InstallManifests(ctx context.Context) error {
 	for _, crd := range crds {
 		names = append(names, crd.Name)
 	}
-	return controlplane.WaitForCRDs(ctx, client, time.Minute, names...)
+	if err := controlplane.WaitForCRDs(ctx, client, time.Minute, names...); err != nil {
+		return err
+	}
+	return c.waitAppAdmission(ctx)
+}
+
+// waitAppAdmission waits until the API server admits an App through
+// v1beta1: its App defaulting policy refuses every one ("Resource kind ...
+// not found") until it has read a new CRD's schema, up to 5 s after the
+// CRD is served.
+func (c *Cluster) waitAppAdmission(ctx context.Context) error {
+	probe := &appv1beta1.App{ObjectMeta: metav1.ObjectMeta{Name: "admission-probe"},
+		Spec: appv1beta1.AppSpec{Image: "nginx:1.27", EnableService: true}}
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, last = c.Typed.AppV1beta1().Apps(metav1.NamespaceDefault).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the API server to admit Apps: %w (last: %v)", err, last)
+	}
+	return nil
 }
 
 // ScaleInClusterManager scales the manifests' Deployment and waits until the

@@ -146,7 +146,7 @@ func install(t *testing.T, release, namespace string) *framework.Manager {
 		t.Fatal(err)
 	}
 	// Conversion and admission work once the manager has written the
-	// caBundles and the API server has seen the EndpointSlice.
+	// caBundles and the API server has seen the EndpointSlice and the CRDs.
 	ns := createNamespace(t, "probe-"+release)
 	framework.Eventually(t, timeout, "conversion through "+namespace+"'s Service", func(ctx context.Context) (bool, error) {
 		dyn, err := dynamic.NewForConfig(cp.Config)
@@ -162,6 +162,15 @@ func install(t *testing.T, release, namespace string) *framework.Manager {
 			}
 			if _, err := resource(dyn, k, "v1", ns).Get(ctx, "probe-"+release, metav1.GetOptions{}); err != nil {
 				return false, err
+			}
+			// Through v1beta1 too: the API server's App defaulting policy
+			// refuses it ("Resource kind ... not found") until it has read
+			// the new CRD's schema, up to 5 s after the CRD is served.
+			beta := sample(t, k, "v1beta1")
+			beta.SetName("probe-" + release)
+			if _, err := resource(dyn, k, "v1beta1", ns).Create(ctx, beta, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Logf("probe %s at v1beta1: %v", k.plural, err)
+				return false, nil
 			}
 		}
 		return true, nil
