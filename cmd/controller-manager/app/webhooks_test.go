@@ -132,21 +132,17 @@ func TestManifestsNameTheRegisteredWebhooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	files = append(files, filepath.Join(root, "manifests", "webhook", "mutating.yaml"), filepath.Join(root, "manifests", "webhook", "validating.yaml"))
-	// The App's admission webhooks, which the admission policies replace
-	// from Kubernetes 1.36: patches of the component for older clusters.
-	files = append(files, filepath.Join(root, "manifests", "components", "admission-webhooks", "mutating.yaml"),
-		filepath.Join(root, "manifests", "components", "admission-webhooks", "validating.yaml"))
 	named := map[string]string{}
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var doc any // an object, or a list of JSON patch operations
-		if err := yaml.Unmarshal(data, &doc); err != nil {
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
-		collectServicePaths(t, doc, filepath.Base(file), named)
+		collectServicePaths(t, obj.Object, filepath.Base(file), named)
 	}
 	served := map[string]bool{}
 	for _, r := range webhookRegistrations() {

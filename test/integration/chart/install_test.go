@@ -49,9 +49,7 @@ func readBundles(ctx context.Context, t *testing.T) bundles {
 	for _, w := range m.Webhooks {
 		out["mutating "+w.Name] = string(w.ClientConfig.CABundle)
 	}
-	if len(m.Webhooks) > 0 { // none with the App's admission by policies: nothing to own
-		out["mutating owner"] = m.Annotations[certs.CABundleOwnerAnnotation]
-	}
+	out["mutating owner"] = m.Annotations[certs.CABundleOwnerAnnotation]
 	v, err := kube.ValidatingWebhookConfigurations().Get(ctx, "ndsl-controller-manager", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -59,9 +57,7 @@ func readBundles(ctx context.Context, t *testing.T) bundles {
 	for _, w := range v.Webhooks {
 		out["validating "+w.Name] = string(w.ClientConfig.CABundle)
 	}
-	if len(v.Webhooks) > 0 {
-		out["validating owner"] = v.Annotations[certs.CABundleOwnerAnnotation]
-	}
+	out["validating owner"] = v.Annotations[certs.CABundleOwnerAnnotation]
 	for _, crd := range chartCRDs(ctx, t) {
 		out["crd "+crd.Name] = string(crd.Spec.Conversion.Webhook.ClientConfig.CABundle)
 		out["crd "+crd.Name+" owner"] = crd.Annotations[certs.CABundleOwnerAnnotation]

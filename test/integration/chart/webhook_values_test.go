@@ -63,8 +63,6 @@ func TestChartWebhookTimeout(t *testing.T) {
 		{map[string]any{"webhooks": map[string]any{"timeoutSeconds": 30, "certificates": "cert-manager"}}, 30},
 	} {
 		v, want := tc.values, tc.want
-		// The App's webhooks too, which the default leaves to policies.
-		v = withValues(map[string]any{"admission": map[string]any{"by": "webhooks"}}, v)
 		got := timeouts(t, render(t, "ndsl-system", v))
 		if len(got) != 3 {
 			t.Errorf("values %v: %d admission webhooks, want 3", v, len(got))
