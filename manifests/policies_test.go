@@ -17,32 +17,30 @@ limitations under the License.
 package manifests_test
 
 import (
-	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/distribution/reference"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"sigs.k8s.io/yaml"
+
+	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 )
 
-// policyVariables reads the first document of a file of manifests/policies,
-// a ValidatingAdmissionPolicy, and returns its variables by name.
-func policyVariables(t *testing.T, file string) (map[string]string, []string) {
+// policyVariables returns the variables of the ValidatingAdmissionPolicy
+// name of manifests/policies, by name and in order.
+func policyVariables(t *testing.T, name string) (map[string]string, []string) {
 	t.Helper()
-	data, err := os.ReadFile("policies/" + file)
+	policies, err := controlplane.LoadAdmissionPolicies()
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, _, _ := strings.Cut(string(data), "\n---\n")
-	var p admissionregistrationv1.ValidatingAdmissionPolicy
-	if err := yaml.UnmarshalStrict([]byte(doc), &p); err != nil {
-		t.Fatalf("%s: %v", file, err)
+	i := slices.IndexFunc(policies.Validating, func(p *admissionregistrationv1.ValidatingAdmissionPolicy) bool { return p.Name == name })
+	if i < 0 {
+		t.Fatalf("manifests/policies has no ValidatingAdmissionPolicy %s", name)
 	}
 	vars := map[string]string{}
 	var names []string
-	for _, v := range p.Spec.Variables {
+	for _, v := range policies.Validating[i].Spec.Variables {
 		vars[v.Name] = v.Expression
 		names = append(names, v.Name)
 	}
@@ -53,7 +51,7 @@ func policyVariables(t *testing.T, file string) (map[string]string, []string) {
 // of the library the webhook parses it with, github.com/distribution/reference.
 // A new version of it that changes the grammar fails here, not in a cluster.
 func TestPolicyImageGrammar(t *testing.T) {
-	vars, _ := policyVariables(t, "app-validation.yaml")
+	vars, _ := policyVariables(t, "ndsl-app-validation")
 	for name, want := range map[string]string{
 		"referencePattern": reference.ReferenceRegexp.String(),
 		"domainPattern":    "^" + reference.DomainRegexp.String() + "$",
@@ -68,8 +66,8 @@ func TestPolicyImageGrammar(t *testing.T) {
 // validation policy's image variables (a policy cannot share variables with
 // another); they must not drift apart.
 func TestPolicyWarningsReadImagesAlike(t *testing.T) {
-	validation, names := policyVariables(t, "app-validation.yaml")
-	warnings, _ := policyVariables(t, "app-warnings.yaml")
+	validation, names := policyVariables(t, "ndsl-app-validation")
+	warnings, _ := policyVariables(t, "ndsl-app-warnings")
 	start, end := slices.Index(names, "image"), slices.Index(names, "imageError")
 	if start < 0 || end < start {
 		t.Fatalf("app-validation.yaml has no variables image ... imageError: %v", names)

@@ -40,21 +40,12 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 		return nil, err
 	}
 	dir := filepath.Join(root, "manifests", "crd")
-	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	files, err := kustomizationResources(dir)
 	if err != nil {
 		return nil, err
 	}
-	var kustomization struct {
-		Resources []string `json:"resources"`
-	}
-	if err := yaml.Unmarshal(data, &kustomization); err != nil {
-		return nil, fmt.Errorf("parsing manifests/crd/kustomization.yaml: %w", err)
-	}
-	if len(kustomization.Resources) == 0 {
-		return nil, fmt.Errorf("manifests/crd/kustomization.yaml lists no resources")
-	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
-	for _, file := range kustomization.Resources {
+	for _, file := range files {
 		data, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil {
 			return nil, err
@@ -66,6 +57,25 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 		crds = append(crds, crd)
 	}
 	return crds, nil
+}
+
+// kustomizationResources lists the files of dir/kustomization.yaml's
+// resources, in its order; none is an error.
+func kustomizationResources(dir string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var kustomization struct {
+		Resources []string `json:"resources"`
+	}
+	if err := yaml.Unmarshal(data, &kustomization); err != nil {
+		return nil, fmt.Errorf("parsing %s/kustomization.yaml: %w", dir, err)
+	}
+	if len(kustomization.Resources) == 0 {
+		return nil, fmt.Errorf("%s/kustomization.yaml lists no resources", dir)
+	}
+	return kustomization.Resources, nil
 }
 
 // InstallCRDs creates crds, leaving any that exist, and waits until every

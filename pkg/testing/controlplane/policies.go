@@ -51,18 +51,12 @@ func LoadAdmissionPolicies() (*AdmissionPolicies, error) {
 		return nil, err
 	}
 	dir := filepath.Join(root, "manifests", "policies")
-	var kustomization struct {
-		Resources []string `json:"resources"`
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	files, err := kustomizationResources(dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := yaml.Unmarshal(data, &kustomization); err != nil {
-		return nil, err
-	}
 	p := &AdmissionPolicies{}
-	for _, file := range kustomization.Resources {
+	for _, file := range files {
 		data, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil {
 			return nil, err

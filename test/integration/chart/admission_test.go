@@ -21,9 +21,10 @@ import (
 	"slices"
 	"testing"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
 // Issue 38: a release installed with the App admission webhooks
@@ -47,31 +48,11 @@ func TestChartSwitchesAdmission(t *testing.T) {
 	}
 	state := func() (hooks []string, policies bool) {
 		t.Helper()
-		a := cp.Client.AdmissionregistrationV1()
-		m, err := a.MutatingWebhookConfigurations().Get(ctx, "ndsl-controller-manager", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, h := range m.Webhooks {
-			if called(h.MatchConditions) {
-				hooks = append(hooks, h.Name)
-			}
-		}
-		v, err := a.ValidatingWebhookConfigurations().Get(ctx, "ndsl-controller-manager", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, h := range v.Webhooks {
-			if called(h.MatchConditions) {
-				hooks = append(hooks, h.Name)
-			}
-		}
-		slices.Sort(hooks)
-		_, err = a.MutatingAdmissionPolicies().Get(ctx, "ndsl-app-defaulting", metav1.GetOptions{})
+		_, err := cp.Client.AdmissionregistrationV1().MutatingAdmissionPolicies().Get(ctx, "ndsl-app-defaulting", metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Fatal(err)
 		}
-		return hooks, err == nil
+		return framework.CalledWebhooks(ctx, t, cp.Client), err == nil
 	}
 	withHooks := []string{"mutate.apps.ingress.example.com", "validate.apps.ingress.example.com", "validate.pipelines.distri-infer.ndsl.cn"}
 	pipelineOnly := []string{"validate.pipelines.distri-infer.ndsl.cn"}
@@ -113,10 +94,4 @@ func TestChartInversionOff(t *testing.T) {
 			}
 		})
 	}
-}
-
-// called says whether the API server calls a webhook with these match
-// conditions: the App's are kept, never called, where the policies admit.
-func called(conditions []admissionregistrationv1.MatchCondition) bool {
-	return !slices.ContainsFunc(conditions, func(c admissionregistrationv1.MatchCondition) bool { return c.Expression == "false" })
 }

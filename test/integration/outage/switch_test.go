@@ -22,10 +22,10 @@ import (
 	"slices"
 	"testing"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
+	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
 // A kustomize user on Kubernetes 1.36 who installed with the App webhooks
@@ -48,27 +48,7 @@ func TestKustomizeSwitchesAdmission(t *testing.T) {
 	}
 	appHooks := func() []string {
 		t.Helper()
-		var names []string
-		m, err := cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "ndsl-controller-manager", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, h := range m.Webhooks {
-			if called(h.MatchConditions) {
-				names = append(names, h.Name)
-			}
-		}
-		v, err := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "ndsl-controller-manager", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, h := range v.Webhooks {
-			if called(h.MatchConditions) {
-				names = append(names, h.Name)
-			}
-		}
-		slices.Sort(names)
-		return names
+		return framework.CalledWebhooks(ctx, t, cp.Client)
 	}
 	withHooks := []string{"mutate.apps.ingress.example.com", "validate.apps.ingress.example.com", "validate.pipelines.distri-infer.ndsl.cn"}
 
@@ -94,10 +74,4 @@ func TestKustomizeSwitchesAdmission(t *testing.T) {
 	}
 	// As the package's other tests expect it.
 	apply("default")
-}
-
-// called says whether the API server calls a webhook with these match
-// conditions: the App's are kept, never called, where the policies admit.
-func called(conditions []admissionregistrationv1.MatchCondition) bool {
-	return !slices.ContainsFunc(conditions, func(c admissionregistrationv1.MatchCondition) bool { return c.Expression == "false" })
 }
