@@ -30,7 +30,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -55,7 +55,7 @@ const ContainerName = "app"
 // defaultPort is for Apps stored before the CRD defaulted the port.
 const defaultPort int32 = 80
 
-func portOf(app *appv1beta1.App) int32 {
+func portOf(app *appv1.App) int32 {
 	if app.Spec.Port == 0 {
 		return defaultPort
 	}
@@ -63,7 +63,7 @@ func portOf(app *appv1beta1.App) int32 {
 }
 
 // childLabels are the labels of every child and of the pods.
-func childLabels(app *appv1beta1.App) map[string]string {
+func childLabels(app *appv1.App) map[string]string {
 	return map[string]string{
 		NameLabel:                 app.Name,
 		AppLabel:                  app.Name,
@@ -72,12 +72,12 @@ func childLabels(app *appv1beta1.App) map[string]string {
 }
 
 // selectorLabels select the App's pods.
-func selectorLabels(app *appv1beta1.App) map[string]string {
+func selectorLabels(app *appv1.App) map[string]string {
 	return map[string]string{AppLabel: app.Name}
 }
 
-func controllerRef(app *appv1beta1.App) *metav1ac.OwnerReferenceApplyConfiguration {
-	gvk := appv1beta1.SchemeGroupVersion.WithKind("App")
+func controllerRef(app *appv1.App) *metav1ac.OwnerReferenceApplyConfiguration {
+	gvk := appv1.SchemeGroupVersion.WithKind("App")
 	return metav1ac.OwnerReference().
 		WithAPIVersion(gvk.GroupVersion().String()).
 		WithKind(gvk.Kind).
@@ -90,7 +90,7 @@ func controllerRef(app *appv1beta1.App) *metav1ac.OwnerReferenceApplyConfigurati
 // desiredDeployment is the App's Deployment on selector sel: every field
 // this controller sets, and no other. Replicas is set only when the App
 // sets it: unset, the Deployment's replicas belong to whoever scales it.
-func desiredDeployment(app *appv1beta1.App, sel selectors) *appsv1ac.DeploymentApplyConfiguration {
+func desiredDeployment(app *appv1.App, sel selectors) *appsv1ac.DeploymentApplyConfiguration {
 	container := corev1ac.Container().
 		WithName(ContainerName).
 		WithImage(app.Spec.Image).
@@ -123,7 +123,7 @@ func desiredDeployment(app *appv1beta1.App, sel selectors) *appsv1ac.DeploymentA
 
 // desiredService is the App's ClusterIP Service, port → port, on selector
 // sel.
-func desiredService(app *appv1beta1.App, sel selectors) *corev1ac.ServiceApplyConfiguration {
+func desiredService(app *appv1.App, sel selectors) *corev1ac.ServiceApplyConfiguration {
 	port := portOf(app)
 	return corev1ac.Service(app.Name, app.Namespace).
 		WithLabels(childLabels(app)).
@@ -138,7 +138,7 @@ func desiredService(app *appv1beta1.App, sel selectors) *corev1ac.ServiceApplyCo
 }
 
 // ingressHost is <app>.<namespace>.<domain>, or empty without a domain.
-func ingressHost(app *appv1beta1.App, domain string) string {
+func ingressHost(app *appv1.App, domain string) string {
 	domain = strings.Trim(domain, ".")
 	if domain == "" {
 		return ""
@@ -148,7 +148,7 @@ func ingressHost(app *appv1beta1.App, domain string) string {
 
 // desiredIngress routes / on the App's host to its Service. Without a host
 // the App gets no Ingress (sync).
-func desiredIngress(app *appv1beta1.App, opts Options) *networkingv1ac.IngressApplyConfiguration {
+func desiredIngress(app *appv1.App, opts Options) *networkingv1ac.IngressApplyConfiguration {
 	rule := networkingv1ac.IngressRule().
 		WithHTTP(networkingv1ac.HTTPIngressRuleValue().WithPaths(networkingv1ac.HTTPIngressPath().
 			WithPath("/").
@@ -179,20 +179,20 @@ func ingressURL(ing *networkingv1.Ingress) string {
 // Deployment, and its Service and Ingress when asked for (nil otherwise;
 // the Ingress also nil without opts.IngressDomain to give it a host).
 // Tools that measure against the controller use it, like test/bench/scale.
-func DesiredChildren(app *appv1beta1.App, opts Options) (*appsv1.Deployment, *corev1.Service, *networkingv1.Ingress, error) {
+func DesiredChildren(app *appv1.App, opts Options) (*appsv1.Deployment, *corev1.Service, *networkingv1.Ingress, error) {
 	sel := newSelectors(app)
 	d, err := controller.Typed[appsv1.Deployment](desiredDeployment(app, sel))
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	var svc *corev1.Service
-	if app.Spec.EnableService {
+	if app.Spec.WantsService() {
 		if svc, err = controller.Typed[corev1.Service](desiredService(app, sel)); err != nil {
 			return nil, nil, nil, err
 		}
 	}
 	var ing *networkingv1.Ingress
-	if app.Spec.EnableIngress && ingressHost(app, opts.IngressDomain) != "" {
+	if app.Spec.WantsIngress() && ingressHost(app, opts.IngressDomain) != "" {
 		if ing, err = controller.Typed[networkingv1.Ingress](desiredIngress(app, opts)); err != nil {
 			return nil, nil, nil, err
 		}

@@ -29,19 +29,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
-func testApp(mutate ...func(*appv1beta1.App)) *appv1beta1.App {
-	app := &appv1beta1.App{
+func testApp(mutate ...func(*appv1.App)) *appv1.App {
+	app := &appv1.App{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "app-uid", Generation: 1},
-		Spec: appv1beta1.AppSpec{
-			Image:         "nginx:1.27",
-			Replicas:      ptr.To[int32](3),
-			EnableService: true,
-			EnableIngress: true,
-			Port:          8080,
+		Spec: appv1.AppSpec{
+			Image:    "nginx:1.27",
+			Replicas: ptr.To[int32](3),
+			Exposure: appv1.ExposureIngress,
+			Port:     8080,
 		},
 	}
 	for _, m := range mutate {
@@ -61,7 +60,7 @@ func mustTyped[T any](t *testing.T, ac any) *T {
 
 // checkChildMeta checks what every child shares: name, namespace, labels and
 // the controller reference.
-func checkChildMeta(t *testing.T, app *appv1beta1.App, obj metav1.Object) {
+func checkChildMeta(t *testing.T, app *appv1.App, obj metav1.Object) {
 	t.Helper()
 	if obj.GetName() != app.Name || obj.GetNamespace() != app.Namespace {
 		t.Errorf("name = %s/%s, want %s/%s", obj.GetNamespace(), obj.GetName(), app.Namespace, app.Name)
@@ -71,7 +70,7 @@ func checkChildMeta(t *testing.T, app *appv1beta1.App, obj metav1.Object) {
 		t.Errorf("labels = %v, want %v", got, want)
 	}
 	ref := metav1.GetControllerOf(obj)
-	if ref == nil || ref.UID != app.UID || ref.Kind != "App" || ref.APIVersion != "ingress.example.com/v1beta1" ||
+	if ref == nil || ref.UID != app.UID || ref.Kind != "App" || ref.APIVersion != "ingress.example.com/v1" ||
 		ref.Name != app.Name || !ptr.Deref(ref.BlockOwnerDeletion, false) {
 		t.Errorf("controller reference = %+v", ref)
 	}
@@ -80,7 +79,7 @@ func checkChildMeta(t *testing.T, app *appv1beta1.App, obj metav1.Object) {
 func TestDesiredDeployment(t *testing.T) {
 	cases := []struct {
 		name           string
-		app            *appv1beta1.App
+		app            *appv1.App
 		wantReplicas   int32
 		wantPort       int32
 		wantPullPolicy corev1.PullPolicy
@@ -92,9 +91,9 @@ func TestDesiredDeployment(t *testing.T) {
 			wantPullPolicy: corev1.PullNever},
 		{name: "pull policy Always", app: testApp(withPullPolicy(corev1.PullAlways)), wantReplicas: 3, wantPort: 8080,
 			wantPullPolicy: corev1.PullAlways},
-		{name: "zero replicas stay zero", app: testApp(func(a *appv1beta1.App) { a.Spec.Replicas = ptr.To[int32](0) }), wantReplicas: 0, wantPort: 8080},
+		{name: "zero replicas stay zero", app: testApp(func(a *appv1.App) { a.Spec.Replicas = ptr.To[int32](0) }), wantReplicas: 0, wantPort: 8080},
 		// -1: not set, left to whoever scales the Deployment.
-		{name: "unset replicas stay unset, unset port takes the CRD default", app: testApp(func(a *appv1beta1.App) { a.Spec.Replicas, a.Spec.Port = nil, 0 }),
+		{name: "unset replicas stay unset, unset port takes the CRD default", app: testApp(func(a *appv1.App) { a.Spec.Replicas, a.Spec.Port = nil, 0 }),
 			wantReplicas: -1, wantPort: 80},
 	}
 	for _, tc := range cases {
@@ -133,8 +132,8 @@ func TestDesiredDeployment(t *testing.T) {
 	}
 }
 
-func withPullPolicy(p corev1.PullPolicy) func(*appv1beta1.App) {
-	return func(a *appv1beta1.App) { a.Spec.ImagePullPolicy = p }
+func withPullPolicy(p corev1.PullPolicy) func(*appv1.App) {
+	return func(a *appv1.App) { a.Spec.ImagePullPolicy = p }
 }
 
 // The drift comparison sees a changed pull policy, and does not see the
@@ -184,7 +183,7 @@ func TestDeploymentPullPolicyDrift(t *testing.T) {
 
 func TestDesiredService(t *testing.T) {
 	for _, port := range []int32{80, 8080} {
-		app := testApp(func(a *appv1beta1.App) { a.Spec.Port = port })
+		app := testApp(func(a *appv1.App) { a.Spec.Port = port })
 		s := mustTyped[corev1.Service](t, desiredService(app, newSelectors(app)))
 		checkChildMeta(t, app, s)
 		if s.Spec.Type != corev1.ServiceTypeClusterIP || s.Spec.ClusterIP != "" {
@@ -246,7 +245,7 @@ func TestDesiredIngress(t *testing.T) {
 
 // Live objects as the API server returns them: the desired fields plus
 // server defaults and other writers' additions.
-func liveDeployment(t *testing.T, app *appv1beta1.App) *appsv1.Deployment {
+func liveDeployment(t *testing.T, app *appv1.App) *appsv1.Deployment {
 	d := mustTyped[appsv1.Deployment](t, desiredDeployment(app, newSelectors(app)))
 	d.ResourceVersion = "42"
 	d.Labels["team"] = "shop"
@@ -308,7 +307,7 @@ func TestDeploymentDrift(t *testing.T) {
 	}
 }
 
-func liveService(t *testing.T, app *appv1beta1.App) *corev1.Service {
+func liveService(t *testing.T, app *appv1.App) *corev1.Service {
 	s := mustTyped[corev1.Service](t, desiredService(app, newSelectors(app)))
 	s.ResourceVersion = "7"
 	s.Spec.ClusterIP = "10.96.0.12"

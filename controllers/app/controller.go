@@ -38,11 +38,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
-	appinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions/app/v1beta1"
-	applisters "github.com/ndsl/controller-manager/pkg/generated/listers/app/v1beta1"
+	appinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions/app/v1"
+	applisters "github.com/ndsl/controller-manager/pkg/generated/listers/app/v1"
 )
 
 // ControllerName is the name used by --controllers, the queue and metrics.
@@ -52,7 +52,7 @@ const ControllerName = "app"
 // so that one reconcile answers a burst of them.
 const childBatchPeriod = time.Second
 
-var appsResource = appv1beta1.SchemeGroupVersion.WithResource("apps").GroupResource()
+var appsResource = appv1.SchemeGroupVersion.WithResource("apps").GroupResource()
 
 // Controller keeps every App's Deployment, Service and Ingress as its spec
 // asks, and its status as observed.
@@ -141,7 +141,7 @@ func NewController(
 	// Children, mapped to the App that controls them, batched: the deployment
 	// controller and the kubelets change a Deployment's status in bursts, and
 	// one reconcile after the burst writes the App's status once for it.
-	owner := appv1beta1.SchemeGroupVersion.WithKind("App").GroupKind()
+	owner := appv1.SchemeGroupVersion.WithKind("App").GroupKind()
 	batched := controller.Batched(c.Queue, childBatchPeriod)
 	for _, informer := range []cache.SharedIndexInformer{deployments.Informer(), services.Informer(), ingresses.Informer()} {
 		if err := c.Handle(informer, controller.EnqueueControllerOf(batched, owner, false)); err != nil {

@@ -22,7 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 )
 
 // childWrites is what one reconcile wrote of an App's children, recorded
@@ -33,7 +33,7 @@ type childWrites struct {
 }
 
 // record sends the event, if anything was written.
-func (w childWrites) record(recorder record.EventRecorder, app *appv1beta1.App) {
+func (w childWrites) record(recorder record.EventRecorder, app *appv1.App) {
 	reason, message := w.event()
 	if reason != "" {
 		recorder.Event(app, corev1.EventTypeNormal, reason, message)

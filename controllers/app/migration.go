@@ -29,7 +29,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 )
 
 // A Deployment's selector is immutable, so an App whose Deployment an
@@ -62,14 +62,14 @@ type selectors struct {
 }
 
 // newSelectors is the selectors of an App with no legacy Deployment.
-func newSelectors(app *appv1beta1.App) selectors {
+func newSelectors(app *appv1.App) selectors {
 	return selectors{deployment: selectorLabels(app), service: selectorLabels(app)}
 }
 
 // selectorsOf decides the selectors from the App's cached Deployment and
 // Service (nil when missing). Children the App does not control count as
 // missing: they are never written anyway.
-func selectorsOf(app *appv1beta1.App, d *appsv1.Deployment, svc *corev1.Service) selectors {
+func selectorsOf(app *appv1.App, d *appsv1.Deployment, svc *corev1.Service) selectors {
 	sel := newSelectors(app)
 	if d == nil || !metav1.IsControlledBy(d, app) || d.Spec.Selector == nil || onSelector(d.Spec.Selector, sel.deployment) {
 		return sel
@@ -99,7 +99,7 @@ func onSelector(selector *metav1.LabelSelector, want map[string]string) bool {
 // rolledOutWithAppLabel reports whether every pod of d is of its latest
 // template, available, and that template carries the App's AppLabel, as
 // the Deployment's status says.
-func rolledOutWithAppLabel(d *appsv1.Deployment, app *appv1beta1.App) bool {
+func rolledOutWithAppLabel(d *appsv1.Deployment, app *appv1.App) bool {
 	replicas := ptr.Deref(d.Spec.Replicas, 1)
 	return d.Spec.Template.Labels[AppLabel] == app.Name &&
 		d.Status.ObservedGeneration == d.Generation &&
@@ -113,7 +113,7 @@ func rolledOutWithAppLabel(d *appsv1.Deployment, app *appv1beta1.App) bool {
 // then d with PropagationPolicy Orphan, so that its current ReplicaSet and
 // pods outlive it. Both deletes carry a UID precondition. Nothing is done
 // while d is already being deleted.
-func (c *Controller) replaceLegacyDeployment(ctx context.Context, app *appv1beta1.App, d *appsv1.Deployment) error {
+func (c *Controller) replaceLegacyDeployment(ctx context.Context, app *appv1.App, d *appsv1.Deployment) error {
 	if d.DeletionTimestamp != nil {
 		return nil
 	}

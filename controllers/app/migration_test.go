@@ -33,7 +33,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -41,10 +41,10 @@ var legacySelector = map[string]string{LegacyInstanceLabel: "web"}
 
 // legacyDeployment is App web's Deployment as 08da2b9 made it, with
 // podLabels on its template, in a status of its rollout.
-func legacyDeployment(app *appv1beta1.App, podLabels map[string]string, status appsv1.DeploymentStatus) *appsv1.Deployment {
+func legacyDeployment(app *appv1.App, podLabels map[string]string, status appsv1.DeploymentStatus) *appsv1.Deployment {
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: app.Name, Generation: 2, UID: "d-uid",
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(app, appv1beta1.SchemeGroupVersion.WithKind("App"))}},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(app, appv1.SchemeGroupVersion.WithKind("App"))}},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](3),
 			Selector: &metav1.LabelSelector{MatchLabels: maps.Clone(legacySelector)},
@@ -54,10 +54,10 @@ func legacyDeployment(app *appv1beta1.App, podLabels map[string]string, status a
 	}
 }
 
-func serviceOn(app *appv1beta1.App, selector map[string]string) *corev1.Service {
+func serviceOn(app *appv1.App, selector map[string]string) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: app.Name,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(app, appv1beta1.SchemeGroupVersion.WithKind("App"))}},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(app, appv1.SchemeGroupVersion.WithKind("App"))}},
 		Spec: corev1.ServiceSpec{Selector: selector},
 	}
 }

@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -59,7 +59,7 @@ func addPodIndex(informer cache.SharedIndexInformer) error {
 
 // appPods returns the cached pods of app that selector (its Deployment's)
 // matches: the pods podsOf would keep of a List(selector) of the namespace.
-func appPods(indexer cache.Indexer, app *appv1beta1.App, selector labels.Selector) ([]*corev1.Pod, error) {
+func appPods(indexer cache.Indexer, app *appv1.App, selector labels.Selector) ([]*corev1.Pod, error) {
 	objs, err := indexer.ByIndex(podsByAppIndex, app.Namespace+"/"+app.Name)
 	if err != nil {
 		return nil, err

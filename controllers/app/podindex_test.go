@@ -27,7 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 )
 
 // podOfApp is pod i of App name in namespace ns, as its Deployment's
@@ -62,8 +62,8 @@ func podIndexer(t testing.TB, pods ...*corev1.Pod) cache.Indexer {
 // pods the namespace list by its Deployment's selector gave, legacy pods,
 // other Apps' pods, other namespaces and pods of no Deployment included.
 func TestAppPodsMatchesTheNamespaceList(t *testing.T) {
-	web := &appv1beta1.App{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
-	legacyApp := &appv1beta1.App{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "shop"}}
+	web := &appv1.App{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
+	legacyApp := &appv1.App{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "shop"}}
 
 	var all []*corev1.Pod
 	for i := range 3 {
@@ -80,7 +80,7 @@ func TestAppPodsMatchesTheNamespaceList(t *testing.T) {
 	indexer := podIndexer(t, all...)
 
 	for _, tc := range []struct {
-		app      *appv1beta1.App
+		app      *appv1.App
 		selector labels.Selector
 	}{
 		{web, labels.SelectorFromSet(labels.Set{AppLabel: "web"})},
@@ -130,7 +130,7 @@ func BenchmarkAppPods(b *testing.B) {
 		all = append(all, podOfApp("bench", fmt.Sprintf("app-%d", i), 0))
 	}
 	indexer := podIndexer(b, all...)
-	app := &appv1beta1.App{ObjectMeta: metav1.ObjectMeta{Name: "app-1000", Namespace: "bench"}}
+	app := &appv1.App{ObjectMeta: metav1.ObjectMeta{Name: "app-1000", Namespace: "bench"}}
 	selector := labels.SelectorFromSet(labels.Set{AppLabel: app.Name})
 	b.Run("index", func(b *testing.B) {
 		for b.Loop() {

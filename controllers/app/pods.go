@@ -31,7 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/cache"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
@@ -273,7 +273,7 @@ func podProblems(pods []*corev1.Pod) string {
 }
 
 // podsOf returns the App's pods among pods.
-func podsOf(app *appv1beta1.App, pods []*corev1.Pod) []*corev1.Pod {
+func podsOf(app *appv1.App, pods []*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, pod := range pods {
 		if name, ok := appNameOfPod(pod); ok && name == app.Name && pod.Namespace == app.Namespace {

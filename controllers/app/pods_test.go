@@ -32,7 +32,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -41,7 +41,7 @@ const testHash = "5d8f7c9b4"
 // appPod is pod i of App web in shop, as its Deployment's ReplicaSet makes
 // it, with the given status.
 func appPod(i int, status corev1.PodStatus) *corev1.Pod {
-	app := &appv1beta1.App{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
+	app := &appv1.App{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
 	l := childLabels(app)
 	l[appsv1.DefaultDeploymentUniqueLabelKey] = testHash
 	return &corev1.Pod{
@@ -182,15 +182,15 @@ func TestPodProblemsStable(t *testing.T) {
 }
 
 func TestReadyMessageNamesPodProblems(t *testing.T) {
-	app := &appv1beta1.App{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Generation: 2},
-		Spec: appv1beta1.AppSpec{Image: "foo:latest", Replicas: ptr.To[int32](3)}}
+	app := &appv1.App{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Generation: 2},
+		Spec: appv1.AppSpec{Image: "foo:latest", Replicas: ptr.To[int32](3)}}
 	d := deployment(3, 2, appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 3, UnavailableReplicas: 3})
 	obs := observed{deployment: d, pods: pods(waiting("ImagePullBackOff", "foo:latest"), waiting("ErrImagePull", "foo:latest"), waiting("ImagePullBackOff", "foo:latest"))}
 	status := appStatus(app, obs, metav1.Now())
-	ready := meta.FindStatusCondition(status.Conditions, appv1beta1.ConditionReady)
+	ready := meta.FindStatusCondition(status.Conditions, appv1.ConditionReady)
 	want := `0 of 3 replicas available: ImagePullBackOff for image "foo:latest" (3 pods)`
-	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != appv1beta1.ReasonReplicasUnavailable || ready.Message != want {
-		t.Fatalf("Ready = %+v, want False %s %q", ready, appv1beta1.ReasonReplicasUnavailable, want)
+	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != appv1.ReasonReplicasUnavailable || ready.Message != want {
+		t.Fatalf("Ready = %+v, want False %s %q", ready, appv1.ReasonReplicasUnavailable, want)
 	}
 	// The next reconcile, the pull reason flipped: the same status.
 	app.Status = status
@@ -200,12 +200,12 @@ func TestReadyMessageNamesPodProblems(t *testing.T) {
 	}
 }
 
-func equalStatus(a, b appv1beta1.AppStatus) bool {
+func equalStatus(a, b appv1.AppStatus) bool {
 	return apiequality.Semantic.DeepEqual(a, b)
 }
 
 func TestAppOfPod(t *testing.T) {
-	app := &appv1beta1.App{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
+	app := &appv1.App{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
 	mine := appPod(0, corev1.PodStatus{})
 	if name, ok := appNameOfPod(mine); !ok || name != "web" {
 		t.Errorf("appNameOfPod(App's pod) = %q, %v", name, ok)

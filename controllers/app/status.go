@@ -30,7 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -56,24 +56,24 @@ const ingressHostRequiredMessage = "No Ingress: the manager runs without --app-i
 
 // newlyRefused reports whether status, and not old, says the App's Ingress
 // is refused for want of a host: the Warning goes out once, not per resync.
-func newlyRefused(old, status appv1beta1.AppStatus) bool {
-	refused := func(s appv1beta1.AppStatus) bool {
-		return meta.IsStatusConditionPresentAndEqual(s.Conditions, appv1beta1.ConditionDegraded, metav1.ConditionTrue) &&
-			meta.FindStatusCondition(s.Conditions, appv1beta1.ConditionDegraded).Reason == appv1beta1.ReasonIngressHostRequired
+func newlyRefused(old, status appv1.AppStatus) bool {
+	refused := func(s appv1.AppStatus) bool {
+		return meta.IsStatusConditionPresentAndEqual(s.Conditions, appv1.ConditionDegraded, metav1.ConditionTrue) &&
+			meta.FindStatusCondition(s.Conditions, appv1.ConditionDegraded).Reason == appv1.ReasonIngressHostRequired
 	}
 	return refused(status) && !refused(old)
 }
 
 // missing names the children the App asks for that it does not have.
-func (o observed) missing(app *appv1beta1.App) []string {
+func (o observed) missing(app *appv1.App) []string {
 	var names []string
 	if o.deployment == nil {
 		names = append(names, "Deployment "+app.Name)
 	}
-	if app.Spec.EnableService && o.service == nil {
+	if app.Spec.WantsService() && o.service == nil {
 		names = append(names, "Service "+app.Name)
 	}
-	if app.Spec.EnableIngress && o.ingress == nil {
+	if app.Spec.WantsIngress() && o.ingress == nil {
 		names = append(names, "Ingress "+app.Name)
 	}
 	return names
@@ -89,8 +89,8 @@ func isResourceExists(err error) bool {
 // appStatus computes the App's status from what the reconcile observed.
 // Conditions whose status did not change keep their lastTransitionTime, so
 // an unchanged world yields an unchanged status; now stamps the others.
-func appStatus(app *appv1beta1.App, obs observed, now metav1.Time) appv1beta1.AppStatus {
-	status := appv1beta1.AppStatus{
+func appStatus(app *appv1.App, obs observed, now metav1.Time) appv1.AppStatus {
+	status := appv1.AppStatus{
 		ObservedGeneration: app.Generation,
 		URL:                ingressURL(obs.ingress),
 		Conditions:         slices.Clone(app.Status.Conditions),
@@ -126,9 +126,9 @@ func appStatus(app *appv1beta1.App, obs observed, now metav1.Time) appv1beta1.Ap
 	switch missing := obs.missing(app); {
 	case obs.ingressHostRequired:
 		// Not Ready: Ready means every child asked for exists.
-		set(appv1beta1.ConditionReady, metav1.ConditionFalse, appv1beta1.ReasonIngressHostRequired, ingressHostRequiredMessage)
+		set(appv1.ConditionReady, metav1.ConditionFalse, appv1.ReasonIngressHostRequired, ingressHostRequiredMessage)
 	case len(missing) > 0:
-		set(appv1beta1.ConditionReady, metav1.ConditionFalse, appv1beta1.ReasonResourceMissing,
+		set(appv1.ConditionReady, metav1.ConditionFalse, appv1.ReasonResourceMissing,
 			"Missing "+strings.Join(missing, ", "))
 	case status.AvailableReplicas < desired:
 		// Why, as far as the pods tell: the same words for as long as the
@@ -137,13 +137,13 @@ func appStatus(app *appv1beta1.App, obs observed, now metav1.Time) appv1beta1.Ap
 		if problems := podProblems(obs.pods); problems != "" {
 			message += ": " + problems
 		}
-		set(appv1beta1.ConditionReady, metav1.ConditionFalse, appv1beta1.ReasonReplicasUnavailable, message)
+		set(appv1.ConditionReady, metav1.ConditionFalse, appv1.ReasonReplicasUnavailable, message)
 	default:
-		set(appv1beta1.ConditionReady, metav1.ConditionTrue, appv1beta1.ReasonAvailable, available)
+		set(appv1.ConditionReady, metav1.ConditionTrue, appv1.ReasonAvailable, available)
 	}
 
 	progressing, reason, message := rollout(obs.deployment, app.Name)
-	set(appv1beta1.ConditionProgressing, progressing, reason, message)
+	set(appv1.ConditionProgressing, progressing, reason, message)
 
 	var conflicts, failures []string
 	for _, err := range obs.errs {
@@ -158,15 +158,15 @@ func appStatus(app *appv1beta1.App, obs observed, now metav1.Time) appv1beta1.Ap
 	}
 	switch {
 	case len(conflicts) > 0:
-		set(appv1beta1.ConditionDegraded, metav1.ConditionTrue, appv1beta1.ReasonResourceExists,
+		set(appv1.ConditionDegraded, metav1.ConditionTrue, appv1.ReasonResourceExists,
 			strings.Join(append(conflicts, failures...), "; "))
 	case len(failures) > 0:
-		set(appv1beta1.ConditionDegraded, metav1.ConditionTrue, appv1beta1.ReasonReconcileFailed,
+		set(appv1.ConditionDegraded, metav1.ConditionTrue, appv1.ReasonReconcileFailed,
 			strings.Join(failures, "; "))
 	case obs.ingressHostRequired:
-		set(appv1beta1.ConditionDegraded, metav1.ConditionTrue, appv1beta1.ReasonIngressHostRequired, ingressHostRequiredMessage)
+		set(appv1.ConditionDegraded, metav1.ConditionTrue, appv1.ReasonIngressHostRequired, ingressHostRequiredMessage)
 	default:
-		set(appv1beta1.ConditionDegraded, metav1.ConditionFalse, appv1beta1.ReasonAsExpected, "")
+		set(appv1.ConditionDegraded, metav1.ConditionFalse, appv1.ReasonAsExpected, "")
 	}
 	return status
 }
@@ -176,28 +176,28 @@ func appStatus(app *appv1beta1.App, obs observed, now metav1.Time) appv1beta1.Ap
 // alone does not rewrite the status.
 func rollout(d *appsv1.Deployment, name string) (metav1.ConditionStatus, string, string) {
 	if d == nil {
-		return metav1.ConditionFalse, appv1beta1.ReasonResourceMissing, "Deployment " + name + " does not exist"
+		return metav1.ConditionFalse, appv1.ReasonResourceMissing, "Deployment " + name + " does not exist"
 	}
 	// Until the deployment controller observes a new spec, its status is the
 	// old spec's: the replicas are as good as not updated. One message for
 	// both, so that its first look at a new Deployment writes nothing.
 	const notUpdated = "Waiting for replicas to be updated"
 	if d.Generation > d.Status.ObservedGeneration {
-		return metav1.ConditionTrue, appv1beta1.ReasonRollingOut, notUpdated
+		return metav1.ConditionTrue, appv1.ReasonRollingOut, notUpdated
 	}
 	for _, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
-			return metav1.ConditionFalse, appv1beta1.ReasonProgressDeadlineExceeded, c.Message
+			return metav1.ConditionFalse, appv1.ReasonProgressDeadlineExceeded, c.Message
 		}
 	}
 	replicas := ptr.Deref(d.Spec.Replicas, 1)
 	switch {
 	case d.Status.UpdatedReplicas < replicas:
-		return metav1.ConditionTrue, appv1beta1.ReasonRollingOut, notUpdated
+		return metav1.ConditionTrue, appv1.ReasonRollingOut, notUpdated
 	case d.Status.Replicas > d.Status.UpdatedReplicas:
-		return metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "Waiting for old replicas to terminate"
+		return metav1.ConditionTrue, appv1.ReasonRollingOut, "Waiting for old replicas to terminate"
 	case d.Status.AvailableReplicas < d.Status.UpdatedReplicas:
-		return metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "Waiting for updated replicas to become available"
+		return metav1.ConditionTrue, appv1.ReasonRollingOut, "Waiting for updated replicas to become available"
 	}
-	return metav1.ConditionFalse, appv1beta1.ReasonRolloutComplete, "The Deployment is up to date"
+	return metav1.ConditionFalse, appv1.ReasonRolloutComplete, "The Deployment is up to date"
 }

@@ -34,7 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -67,7 +67,7 @@ func TestAppStatus(t *testing.T) {
 	notOwned := controller.NewNotOwnedError("Service", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}})
 	cases := []struct {
 		name            string
-		app             *appv1beta1.App
+		app             *appv1.App
 		obs             observed
 		wantReplicas    [3]int32 // replicas, ready, available
 		wantURL         string
@@ -80,27 +80,27 @@ func TestAppStatus(t *testing.T) {
 			app:             testApp(),
 			obs:             observed{deployment: deployment(3, 1, appsv1.DeploymentStatus{}), service: svc, ingress: ingress("web.shop.example.com")},
 			wantURL:         "http://web.shop.example.com/",
-			wantReady:       wantCondition{metav1.ConditionFalse, appv1beta1.ReasonReplicasUnavailable, "0 of 3 replicas available"},
-			wantProgressing: wantCondition{metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "replicas to be updated"},
-			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
+			wantReady:       wantCondition{metav1.ConditionFalse, appv1.ReasonReplicasUnavailable, "0 of 3 replicas available"},
+			wantProgressing: wantCondition{metav1.ConditionTrue, appv1.ReasonRollingOut, "replicas to be updated"},
+			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1.ReasonAsExpected, ""},
 		},
 		{
 			name:            "pods coming up",
 			app:             testApp(),
 			obs:             observed{deployment: deployment(3, 1, appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 2, AvailableReplicas: 1}), service: svc, ingress: ingress("")},
 			wantReplicas:    [3]int32{3, 2, 1},
-			wantReady:       wantCondition{metav1.ConditionFalse, appv1beta1.ReasonReplicasUnavailable, "1 of 3"},
-			wantProgressing: wantCondition{metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "available"},
-			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
+			wantReady:       wantCondition{metav1.ConditionFalse, appv1.ReasonReplicasUnavailable, "1 of 3"},
+			wantProgressing: wantCondition{metav1.ConditionTrue, appv1.ReasonRollingOut, "available"},
+			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1.ReasonAsExpected, ""},
 		},
 		{
 			name:            "rolled out, the Ingress refused for want of a host",
 			app:             testApp(),
 			obs:             observed{deployment: rolledOut(3), service: svc, ingressHostRequired: true},
 			wantReplicas:    [3]int32{3, 3, 3},
-			wantReady:       wantCondition{metav1.ConditionFalse, appv1beta1.ReasonIngressHostRequired, "--app-ingress-domain"},
-			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonRolloutComplete, ""},
-			wantDegraded:    wantCondition{metav1.ConditionTrue, appv1beta1.ReasonIngressHostRequired, "would catch every request"},
+			wantReady:       wantCondition{metav1.ConditionFalse, appv1.ReasonIngressHostRequired, "--app-ingress-domain"},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1.ReasonRolloutComplete, ""},
+			wantDegraded:    wantCondition{metav1.ConditionTrue, appv1.ReasonIngressHostRequired, "would catch every request"},
 		},
 		{
 			name:            "rolled out, every child present",
@@ -108,37 +108,37 @@ func TestAppStatus(t *testing.T) {
 			obs:             observed{deployment: rolledOut(3), service: svc, ingress: ingress("web.shop.example.com")},
 			wantReplicas:    [3]int32{3, 3, 3},
 			wantURL:         "http://web.shop.example.com/",
-			wantReady:       wantCondition{metav1.ConditionTrue, appv1beta1.ReasonAvailable, "3 of 3"},
-			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonRolloutComplete, ""},
-			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
+			wantReady:       wantCondition{metav1.ConditionTrue, appv1.ReasonAvailable, "3 of 3"},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1.ReasonRolloutComplete, ""},
+			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1.ReasonAsExpected, ""},
 		},
 		{
 			name: "Deployment only: no Service or Ingress asked for",
-			app: testApp(func(a *appv1beta1.App) {
-				a.Spec.EnableService, a.Spec.EnableIngress = false, false
+			app: testApp(func(a *appv1.App) {
+				a.Spec.Exposure = appv1.ExposureNone
 			}),
 			obs:             observed{deployment: rolledOut(3)},
 			wantReplicas:    [3]int32{3, 3, 3},
-			wantReady:       wantCondition{metav1.ConditionTrue, appv1beta1.ReasonAvailable, ""},
-			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonRolloutComplete, ""},
-			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
+			wantReady:       wantCondition{metav1.ConditionTrue, appv1.ReasonAvailable, ""},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1.ReasonRolloutComplete, ""},
+			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1.ReasonAsExpected, ""},
 		},
 		{
 			name:            "zero replicas are ready at once",
-			app:             testApp(func(a *appv1beta1.App) { a.Spec.Replicas = ptr.To[int32](0) }),
+			app:             testApp(func(a *appv1.App) { a.Spec.Replicas = ptr.To[int32](0) }),
 			obs:             observed{deployment: rolledOut(0), service: svc, ingress: ingress("")},
-			wantReady:       wantCondition{metav1.ConditionTrue, appv1beta1.ReasonAvailable, "0 of 0"},
-			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonRolloutComplete, ""},
-			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
+			wantReady:       wantCondition{metav1.ConditionTrue, appv1.ReasonAvailable, "0 of 0"},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1.ReasonRolloutComplete, ""},
+			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1.ReasonAsExpected, ""},
 		},
 		{
 			name:            "someone else's Service: not ready, degraded, the Ingress held back",
 			app:             testApp(),
 			obs:             observed{deployment: rolledOut(3), errs: []error{notOwned}},
 			wantReplicas:    [3]int32{3, 3, 3},
-			wantReady:       wantCondition{metav1.ConditionFalse, appv1beta1.ReasonResourceMissing, "Missing Service web, Ingress web"},
-			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonRolloutComplete, ""},
-			wantDegraded:    wantCondition{metav1.ConditionTrue, appv1beta1.ReasonResourceExists, "Service shop/web exists and is not ours"},
+			wantReady:       wantCondition{metav1.ConditionFalse, appv1.ReasonResourceMissing, "Missing Service web, Ingress web"},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1.ReasonRolloutComplete, ""},
+			wantDegraded:    wantCondition{metav1.ConditionTrue, appv1.ReasonResourceExists, "Service shop/web exists and is not ours"},
 		},
 		{
 			name: "transient errors are left out, a real failure is not",
@@ -148,9 +148,9 @@ func TestAppStatus(t *testing.T) {
 				errors.New("update Deployment shop/web: etcd is sad"),
 			}},
 			wantReplicas:    [3]int32{3, 3, 3},
-			wantReady:       wantCondition{metav1.ConditionFalse, appv1beta1.ReasonResourceMissing, "Missing Ingress web"},
-			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonRolloutComplete, ""},
-			wantDegraded:    wantCondition{metav1.ConditionTrue, appv1beta1.ReasonReconcileFailed, "update Deployment shop/web: etcd is sad"},
+			wantReady:       wantCondition{metav1.ConditionFalse, appv1.ReasonResourceMissing, "Missing Ingress web"},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1.ReasonRolloutComplete, ""},
+			wantDegraded:    wantCondition{metav1.ConditionTrue, appv1.ReasonReconcileFailed, "update Deployment shop/web: etcd is sad"},
 		},
 		{
 			name: "only transient errors: not Degraded (issue 12, defect 5)",
@@ -160,17 +160,17 @@ func TestAppStatus(t *testing.T) {
 				fmt.Errorf("update status of App: %w", context.Canceled),
 			}},
 			wantReplicas:    [3]int32{3, 3, 3},
-			wantReady:       wantCondition{metav1.ConditionTrue, appv1beta1.ReasonAvailable, ""},
-			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonRolloutComplete, ""},
-			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
+			wantReady:       wantCondition{metav1.ConditionTrue, appv1.ReasonAvailable, ""},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1.ReasonRolloutComplete, ""},
+			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1.ReasonAsExpected, ""},
 		},
 		{
 			name:            "write failed",
 			app:             testApp(),
 			obs:             observed{errs: []error{errors.New("create Deployment shop/web: forbidden")}, service: svc, ingress: ingress("")},
-			wantReady:       wantCondition{metav1.ConditionFalse, appv1beta1.ReasonResourceMissing, "Missing Deployment web"},
-			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonResourceMissing, "Deployment web does not exist"},
-			wantDegraded:    wantCondition{metav1.ConditionTrue, appv1beta1.ReasonReconcileFailed, "forbidden"},
+			wantReady:       wantCondition{metav1.ConditionFalse, appv1.ReasonResourceMissing, "Missing Deployment web"},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1.ReasonResourceMissing, "Deployment web does not exist"},
+			wantDegraded:    wantCondition{metav1.ConditionTrue, appv1.ReasonReconcileFailed, "forbidden"},
 		},
 		{
 			name: "progress deadline exceeded",
@@ -180,9 +180,9 @@ func TestAppStatus(t *testing.T) {
 					Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "web-5d" has timed out progressing.`}}}),
 				service: svc, ingress: ingress("")},
 			wantReplicas:    [3]int32{3, 0, 0},
-			wantReady:       wantCondition{metav1.ConditionFalse, appv1beta1.ReasonReplicasUnavailable, ""},
-			wantProgressing: wantCondition{metav1.ConditionFalse, appv1beta1.ReasonProgressDeadlineExceeded, "timed out"},
-			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
+			wantReady:       wantCondition{metav1.ConditionFalse, appv1.ReasonReplicasUnavailable, ""},
+			wantProgressing: wantCondition{metav1.ConditionFalse, appv1.ReasonProgressDeadlineExceeded, "timed out"},
+			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1.ReasonAsExpected, ""},
 		},
 		{
 			name: "old replicas still terminating",
@@ -190,9 +190,9 @@ func TestAppStatus(t *testing.T) {
 			obs: observed{deployment: deployment(3, 2, appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 4, UpdatedReplicas: 3,
 				ReadyReplicas: 4, AvailableReplicas: 4}), service: svc, ingress: ingress("")},
 			wantReplicas:    [3]int32{4, 4, 4},
-			wantReady:       wantCondition{metav1.ConditionTrue, appv1beta1.ReasonAvailable, ""},
-			wantProgressing: wantCondition{metav1.ConditionTrue, appv1beta1.ReasonRollingOut, "old replicas"},
-			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1beta1.ReasonAsExpected, ""},
+			wantReady:       wantCondition{metav1.ConditionTrue, appv1.ReasonAvailable, ""},
+			wantProgressing: wantCondition{metav1.ConditionTrue, appv1.ReasonRollingOut, "old replicas"},
+			wantDegraded:    wantCondition{metav1.ConditionFalse, appv1.ReasonAsExpected, ""},
 		},
 	}
 	now := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
@@ -211,14 +211,14 @@ func TestAppStatus(t *testing.T) {
 			if len(s.Conditions) != 3 {
 				t.Errorf("conditions = %+v, want Ready, Progressing and Degraded", s.Conditions)
 			}
-			checkCondition(t, s, appv1beta1.ConditionReady, tc.wantReady)
-			checkCondition(t, s, appv1beta1.ConditionProgressing, tc.wantProgressing)
-			checkCondition(t, s, appv1beta1.ConditionDegraded, tc.wantDegraded)
+			checkCondition(t, s, appv1.ConditionReady, tc.wantReady)
+			checkCondition(t, s, appv1.ConditionProgressing, tc.wantProgressing)
+			checkCondition(t, s, appv1.ConditionDegraded, tc.wantDegraded)
 		})
 	}
 }
 
-func checkCondition(t *testing.T, s appv1beta1.AppStatus, conditionType string, want wantCondition) {
+func checkCondition(t *testing.T, s appv1.AppStatus, conditionType string, want wantCondition) {
 	t.Helper()
 	c := meta.FindStatusCondition(s.Conditions, conditionType)
 	if c == nil {
@@ -250,14 +250,14 @@ func TestAppStatusIsStable(t *testing.T) {
 	t1 := metav1.NewTime(t0.Add(2 * time.Hour))
 	obs.deployment = rolledOut(3)
 	next := appStatus(app, obs, t1)
-	if c := meta.FindStatusCondition(next.Conditions, appv1beta1.ConditionReady); !c.LastTransitionTime.Equal(&t1) {
+	if c := meta.FindStatusCondition(next.Conditions, appv1.ConditionReady); !c.LastTransitionTime.Equal(&t1) {
 		t.Errorf("Ready transitioned at %v, want %v", c.LastTransitionTime, t1)
 	}
-	if c := meta.FindStatusCondition(next.Conditions, appv1beta1.ConditionDegraded); !c.LastTransitionTime.Equal(&t0) {
+	if c := meta.FindStatusCondition(next.Conditions, appv1.ConditionDegraded); !c.LastTransitionTime.Equal(&t0) {
 		t.Errorf("unchanged Degraded moved its transition time to %v", c.LastTransitionTime)
 	}
 	// The App's own status is not modified in place.
-	if c := meta.FindStatusCondition(app.Status.Conditions, appv1beta1.ConditionReady); c.Status != metav1.ConditionFalse {
+	if c := meta.FindStatusCondition(app.Status.Conditions, appv1.ConditionReady); c.Status != metav1.ConditionFalse {
 		t.Error("appStatus modified the App's conditions")
 	}
 }
@@ -280,11 +280,11 @@ func TestAppStatusStandsWhenTheDeploymentIsFirstObserved(t *testing.T) {
 // Unset replicas are the Deployment's, whoever scaled it; the selector is
 // the Deployment's, a legacy one's while it lives.
 func TestAppStatusReplicasUnsetAndSelector(t *testing.T) {
-	app := testApp(func(a *appv1beta1.App) { a.Spec.Replicas = nil })
+	app := testApp(func(a *appv1.App) { a.Spec.Replicas = nil })
 	d := rolledOut(4)
 	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{AppLabel: "web"}}
 	status := appStatus(app, observed{deployment: d, service: &corev1.Service{}, ingress: ingress("")}, metav1.Now())
-	ready := meta.FindStatusCondition(status.Conditions, appv1beta1.ConditionReady)
+	ready := meta.FindStatusCondition(status.Conditions, appv1.ConditionReady)
 	if ready == nil || ready.Status != metav1.ConditionTrue || ready.Message != "4 of 4 replicas available" {
 		t.Errorf("Ready = %+v, want True, 4 of 4", ready)
 	}

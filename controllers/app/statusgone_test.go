@@ -23,7 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/fake"
 )
 
@@ -33,8 +33,8 @@ import (
 func TestStatusOfADeletedAppIsNotAnError(t *testing.T) {
 	recorder := record.NewFakeRecorder(10)
 	c := &Controller{crdClient: fake.NewSimpleClientset(), recorder: recorder}
-	app := &appv1beta1.App{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone"}}
-	status := appv1beta1.AppStatus{ObservedGeneration: 1}
+	app := &appv1.App{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone"}}
+	status := appv1.AppStatus{ObservedGeneration: 1}
 	if err := c.updateStatus(context.Background(), app, status); err != nil {
 		t.Fatalf("updating the status of a deleted App returned %v, want nil", err)
 	}

@@ -30,7 +30,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 	crdfake "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/fake"
 	crdinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions"
@@ -54,7 +54,7 @@ func readServed(t testing.TB, name string, into any) {
 // its three children and its pod, as served; its clients record requests.
 func convergedController(t testing.TB) (*Controller, *kubefake.Clientset, *crdfake.Clientset, controller.Key) {
 	t.Helper()
-	app := &appv1beta1.App{}
+	app := &appv1.App{}
 	deployment := &appsv1.Deployment{}
 	service := &corev1.Service{}
 	ing := &networkingv1.Ingress{}
@@ -68,7 +68,7 @@ func convergedController(t testing.TB) (*Controller, *kubefake.Clientset, *crdfa
 	kube, crd := kubefake.NewClientset(), crdfake.NewSimpleClientset()
 	kubeFactory := kubeinformers.NewSharedInformerFactory(kube, 0)
 	crdFactory := crdinformers.NewSharedInformerFactory(crd, 0)
-	apps := crdFactory.App().V1beta1().Apps()
+	apps := crdFactory.App().V1().Apps()
 	deployments := kubeFactory.Apps().V1().Deployments()
 	services := kubeFactory.Core().V1().Services()
 	ingresses := kubeFactory.Networking().V1().Ingresses()

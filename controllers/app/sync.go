@@ -30,7 +30,7 @@ import (
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/klog/v2"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -75,29 +75,29 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		if err := c.replaceLegacyDeployment(ctx, app, liveDeployment); err != nil {
 			obs.errs = append(obs.errs, err)
 		}
-	} else if obs.deployment, err = syncChild(ctx, c, app, &writes, c.deployments, true, true, func(app *appv1beta1.App) *appsv1ac.DeploymentApplyConfiguration {
+	} else if obs.deployment, err = syncChild(ctx, c, app, &writes, c.deployments, true, true, func(app *appv1.App) *appsv1ac.DeploymentApplyConfiguration {
 		return desiredDeployment(app, sel)
 	}); err != nil {
 		obs.errs = append(obs.errs, err)
 	}
-	if obs.service, err = syncChild(ctx, c, app, &writes, c.services, app.Spec.EnableService, true, func(app *appv1beta1.App) *corev1ac.ServiceApplyConfiguration {
+	if obs.service, err = syncChild(ctx, c, app, &writes, c.services, app.Spec.WantsService(), true, func(app *appv1.App) *corev1ac.ServiceApplyConfiguration {
 		return desiredService(app, sel)
 	}); err != nil {
 		obs.errs = append(obs.errs, err)
 	}
 	// No Ingress is created while the App's Service is not the App's: it
 	// would route to someone else's pods.
-	ingressOf := func(app *appv1beta1.App) *networkingv1ac.IngressApplyConfiguration {
+	ingressOf := func(app *appv1.App) *networkingv1ac.IngressApplyConfiguration {
 		return desiredIngress(app, c.opts)
 	}
 	// Nor without a host: it would catch every request of its class. A
 	// hostless one an earlier version made goes, told by the Warning below.
-	obs.ingressHostRequired = app.Spec.EnableIngress && ingressHost(app, c.opts.IngressDomain) == ""
+	obs.ingressHostRequired = app.Spec.WantsIngress() && ingressHost(app, c.opts.IngressDomain) == ""
 	ingressWrites := &writes
 	if obs.ingressHostRequired {
 		ingressWrites = &childWrites{}
 	}
-	if obs.ingress, err = syncChild(ctx, c, app, ingressWrites, c.ingresses, app.Spec.EnableIngress && !obs.ingressHostRequired, obs.service != nil, ingressOf); err != nil {
+	if obs.ingress, err = syncChild(ctx, c, app, ingressWrites, c.ingresses, app.Spec.WantsIngress() && !obs.ingressHostRequired, obs.service != nil, ingressOf); err != nil {
 		obs.errs = append(obs.errs, err)
 	}
 
@@ -132,7 +132,7 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 	// The status says what happened, failures included.
 	status := appStatus(app, obs, metav1.NewTime(c.now()))
 	if newlyRefused(app.Status, status) {
-		c.recorder.Event(app, corev1.EventTypeWarning, appv1beta1.ReasonIngressHostRequired, ingressHostRequiredMessage)
+		c.recorder.Event(app, corev1.EventTypeWarning, appv1.ReasonIngressHostRequired, ingressHostRequiredMessage)
 	}
 	if err := c.updateStatus(ctx, app, status); err != nil {
 		obs.errs = append(obs.errs, err)
@@ -155,8 +155,8 @@ func allTransient(errs []error) bool {
 // no longer asks for it (wanted), and returns it as it now is: nil when it
 // is missing or not the App's. mayCreate false leaves a missing child
 // missing. What it wrote goes to writes, for the reconcile's one event.
-func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx context.Context, c *Controller, app *appv1beta1.App, writes *childWrites,
-	children *controller.Children[T, AC], wanted, mayCreate bool, desired func(*appv1beta1.App) AC) (T, error) {
+func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx context.Context, c *Controller, app *appv1.App, writes *childWrites,
+	children *controller.Children[T, AC], wanted, mayCreate bool, desired func(*appv1.App) AC) (T, error) {
 	var none T
 	live, found, err := children.Get(app.Namespace, app.Name)
 	switch {
@@ -184,7 +184,7 @@ func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx co
 	switch {
 	case errors.As(err, &notOwned):
 		// Left alone; the error retries the App with backoff.
-		c.recorder.Eventf(app, corev1.EventTypeWarning, appv1beta1.ReasonResourceExists, "Not managing %s %s: %v", children.Kind, app.Name, err)
+		c.recorder.Eventf(app, corev1.EventTypeWarning, appv1.ReasonResourceExists, "Not managing %s %s: %v", children.Kind, app.Name, err)
 		return none, err
 	case controller.IsTransient(err):
 		// Only the cache is behind: what it holds is what the status shows.
@@ -202,7 +202,7 @@ func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx co
 }
 
 // updateStatus writes status if, and only if, it differs from the App's.
-func (c *Controller) updateStatus(ctx context.Context, app *appv1beta1.App, status appv1beta1.AppStatus) error {
+func (c *Controller) updateStatus(ctx context.Context, app *appv1.App, status appv1.AppStatus) error {
 	if apiequality.Semantic.DeepEqual(app.Status, status) {
 		return nil
 	}
@@ -210,7 +210,7 @@ func (c *Controller) updateStatus(ctx context.Context, app *appv1beta1.App, stat
 	updated.Status = status
 	// Optimistic concurrency: a conflict means the App changed since it was
 	// read, and the status computed from it is already stale.
-	result, err := c.crdClient.AppV1beta1().Apps(app.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: controller.FieldManager})
+	result, err := c.crdClient.AppV1().Apps(app.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: controller.FieldManager})
 	if apierrors.IsNotFound(err) {
 		// Deleted while it was reconciled: the deletion is on its way
 		// through the informer and there is nothing left to report on.
@@ -226,6 +226,6 @@ func (c *Controller) updateStatus(ctx context.Context, app *appv1beta1.App, stat
 }
 
 // writeFailed reports a failed write of the App's child of kind.
-func (c *Controller) writeFailed(app *appv1beta1.App, verb, kind string, err error) error {
+func (c *Controller) writeFailed(app *appv1.App, verb, kind string, err error) error {
 	return controller.WriteFailed(c.recorder, app, "WriteFailed", verb, fmt.Sprintf("%s %s/%s", kind, app.Namespace, app.Name), err)
 }

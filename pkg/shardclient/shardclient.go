@@ -39,10 +39,10 @@ import (
 	typednetworkingv1 "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/tools/cache"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
-	typedapp "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/app/v1beta1"
+	typedapp "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/app/v1"
 	typedpipeline "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/pkg/shard"
 )
@@ -272,8 +272,8 @@ type shardedCRD struct {
 	s *Lists
 }
 
-func (c shardedCRD) AppV1beta1() typedapp.AppV1beta1Interface {
-	return shardedAppGroup{c.Interface.AppV1beta1(), c.s}
+func (c shardedCRD) AppV1() typedapp.AppV1Interface {
+	return shardedAppGroup{c.Interface.AppV1(), c.s}
 }
 
 func (c shardedCRD) PipelineV1beta1() typedpipeline.PipelineV1beta1Interface {
@@ -281,12 +281,12 @@ func (c shardedCRD) PipelineV1beta1() typedpipeline.PipelineV1beta1Interface {
 }
 
 type shardedAppGroup struct {
-	typedapp.AppV1beta1Interface
+	typedapp.AppV1Interface
 	s *Lists
 }
 
 func (g shardedAppGroup) Apps(ns string) typedapp.AppInterface {
-	return shardedApps{g.AppV1beta1Interface.Apps(ns), g.s, ns}
+	return shardedApps{g.AppV1Interface.Apps(ns), g.s, ns}
 }
 
 type shardedApps struct {
@@ -295,7 +295,7 @@ type shardedApps struct {
 	ns string
 }
 
-func (r shardedApps) List(ctx context.Context, o metav1.ListOptions) (*appv1beta1.AppList, error) {
+func (r shardedApps) List(ctx context.Context, o metav1.ListOptions) (*appv1.AppList, error) {
 	return shardedList(ctx, r.s, "apps", r.ns, o, r.AppInterface.List, r.AppInterface.Watch)
 }
 

@@ -21,12 +21,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
+// +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:scope=Namespaced,shortName=exapp,categories=ndsl
-// +kubebuilder:unservedversion
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Exposure",type=string,JSONPath=`.spec.exposure`
@@ -139,6 +140,49 @@ type AppStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 }
+
+// Condition types of an App.
+const (
+	// ConditionReady is True when every desired replica is available and
+	// every requested child (Service, Ingress) exists.
+	ConditionReady = "Ready"
+	// ConditionProgressing is True while the Deployment rolls out a change.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when the controller cannot bring the children
+	// to the desired state.
+	ConditionDegraded = "Degraded"
+)
+
+// Condition reasons of an App.
+const (
+	// ReasonAvailable explains Ready=True: all desired replicas are available.
+	ReasonAvailable = "Available"
+	// ReasonReplicasUnavailable explains Ready=False: fewer replicas are
+	// available than desired.
+	ReasonReplicasUnavailable = "ReplicasUnavailable"
+	// ReasonRollingOut explains Progressing=True: the Deployment is updating its pods.
+	ReasonRollingOut = "RollingOut"
+	// ReasonRolloutComplete explains Progressing=False: the Deployment is up to date.
+	ReasonRolloutComplete = "RolloutComplete"
+	// ReasonAsExpected explains Degraded=False.
+	ReasonAsExpected = "AsExpected"
+	// ReasonResourceExists explains Degraded=True: a child with the desired
+	// name exists and is not owned by this App.
+	ReasonResourceExists = "ResourceExists"
+	// ReasonReconcileFailed explains Degraded=True: writing a child failed.
+	ReasonReconcileFailed = "ReconcileFailed"
+	// ReasonResourceMissing explains Ready=False and Progressing=False: a
+	// child the App asks for does not exist, or is not the App's.
+	ReasonResourceMissing = "ResourceMissing"
+	// ReasonProgressDeadlineExceeded explains Progressing=False: the
+	// Deployment made no progress within its progressDeadlineSeconds.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonIngressHostRequired explains Ready=False and Degraded=True: the
+	// App asks for an Ingress, and the manager has no --app-ingress-domain
+	// to give it a host. A hostless Ingress would catch every request no
+	// other Ingress of its class matches, so there is none.
+	ReasonIngressHostRequired = "IngressHostRequired"
+)
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true

@@ -19,12 +19,14 @@ package v1beta1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 )
 
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
-// +kubebuilder:storageversion
+// +kubebuilder:unservedversion
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:scope=Namespaced,shortName=exapp,categories=ndsl
@@ -33,7 +35,7 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:deprecatedversion:warning="ingress.example.com/v1beta1 App is deprecated; use ingress.example.com/v1, served through the manager's conversion webhook"
+// +kubebuilder:deprecatedversion:warning="ingress.example.com/v1beta1 App is deprecated; use ingress.example.com/v1; v1beta1 is served only through the manager's conversion webhook"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (at most 63 lower-case letters, digits or '-', starting with a letter and ending with a letter or digit), since it names the App's Service"
 
 // App runs a container image as a Deployment and, when asked, exposes it
@@ -132,47 +134,21 @@ type AppStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 }
 
-// Condition types of an App.
+// Condition types and reasons of an App: v1's, which the controller writes.
 const (
-	// ConditionReady is True when every desired replica is available and
-	// every requested child (Service, Ingress) exists.
-	ConditionReady = "Ready"
-	// ConditionProgressing is True while the Deployment rolls out a change.
-	ConditionProgressing = "Progressing"
-	// ConditionDegraded is True when the controller cannot bring the children
-	// to the desired state.
-	ConditionDegraded = "Degraded"
-)
-
-// Condition reasons of an App.
-const (
-	// ReasonAvailable explains Ready=True: all desired replicas are available.
-	ReasonAvailable = "Available"
-	// ReasonReplicasUnavailable explains Ready=False: fewer replicas are
-	// available than desired.
-	ReasonReplicasUnavailable = "ReplicasUnavailable"
-	// ReasonRollingOut explains Progressing=True: the Deployment is updating its pods.
-	ReasonRollingOut = "RollingOut"
-	// ReasonRolloutComplete explains Progressing=False: the Deployment is up to date.
-	ReasonRolloutComplete = "RolloutComplete"
-	// ReasonAsExpected explains Degraded=False.
-	ReasonAsExpected = "AsExpected"
-	// ReasonResourceExists explains Degraded=True: a child with the desired
-	// name exists and is not owned by this App.
-	ReasonResourceExists = "ResourceExists"
-	// ReasonReconcileFailed explains Degraded=True: writing a child failed.
-	ReasonReconcileFailed = "ReconcileFailed"
-	// ReasonResourceMissing explains Ready=False and Progressing=False: a
-	// child the App asks for does not exist, or is not the App's.
-	ReasonResourceMissing = "ResourceMissing"
-	// ReasonProgressDeadlineExceeded explains Progressing=False: the
-	// Deployment made no progress within its progressDeadlineSeconds.
-	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
-	// ReasonIngressHostRequired explains Ready=False and Degraded=True: the
-	// App asks for an Ingress, and the manager has no --app-ingress-domain
-	// to give it a host. A hostless Ingress would catch every request no
-	// other Ingress of its class matches, so there is none.
-	ReasonIngressHostRequired = "IngressHostRequired"
+	ConditionReady                 = appv1.ConditionReady
+	ConditionProgressing           = appv1.ConditionProgressing
+	ConditionDegraded              = appv1.ConditionDegraded
+	ReasonAvailable                = appv1.ReasonAvailable
+	ReasonReplicasUnavailable      = appv1.ReasonReplicasUnavailable
+	ReasonRollingOut               = appv1.ReasonRollingOut
+	ReasonRolloutComplete          = appv1.ReasonRolloutComplete
+	ReasonAsExpected               = appv1.ReasonAsExpected
+	ReasonResourceExists           = appv1.ReasonResourceExists
+	ReasonReconcileFailed          = appv1.ReasonReconcileFailed
+	ReasonResourceMissing          = appv1.ReasonResourceMissing
+	ReasonProgressDeadlineExceeded = appv1.ReasonProgressDeadlineExceeded
+	ReasonIngressHostRequired      = appv1.ReasonIngressHostRequired
 )
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -187,7 +187,7 @@ func newAppController(_ context.Context, cc ControllerContext) (Controller, erro
 	// informer does not hold them.
 	managed := cc.ManagedInformerFactory()
 	return appcontroller.NewController(
-		cc.CRDInformerFactory.App().V1beta1().Apps(),
+		cc.CRDInformerFactory.App().V1().Apps(),
 		managed.Apps().V1().Deployments(),
 		managed.Core().V1().Services(),
 		managed.Networking().V1().Ingresses(),

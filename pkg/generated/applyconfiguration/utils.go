@@ -19,8 +19,10 @@ limitations under the License.
 package applyconfiguration
 
 import (
+	v1 "github.com/ndsl/controller-manager/apis/app/v1"
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
 	v1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/pkg/generated/applyconfiguration/app/v1"
 	applyconfigurationappv1beta1 "github.com/ndsl/controller-manager/pkg/generated/applyconfiguration/app/v1beta1"
 	internal "github.com/ndsl/controller-manager/pkg/generated/applyconfiguration/internal"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/pkg/generated/applyconfiguration/pipeline/v1beta1"
@@ -52,6 +54,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &pipelinev1beta1.StepStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("StorageStatus"):
 		return &pipelinev1beta1.StorageStatusApplyConfiguration{}
+
+		// Group=ingress.example.com, Version=v1
+	case v1.SchemeGroupVersion.WithKind("App"):
+		return &appv1.AppApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("AppSpec"):
+		return &appv1.AppSpecApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("AppStatus"):
+		return &appv1.AppStatusApplyConfiguration{}
 
 		// Group=ingress.example.com, Version=v1beta1
 	case appv1beta1.SchemeGroupVersion.WithKind("App"):

@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 	http "net/http"
 
+	appv1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/app/v1"
 	appv1beta1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/app/v1beta1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/pipeline/v1beta1"
 	discovery "k8s.io/client-go/discovery"
@@ -31,6 +32,7 @@ import (
 
 type Interface interface {
 	Discovery() discovery.DiscoveryInterface
+	AppV1() appv1.AppV1Interface
 	AppV1beta1() appv1beta1.AppV1beta1Interface
 	PipelineV1beta1() pipelinev1beta1.PipelineV1beta1Interface
 }
@@ -38,8 +40,14 @@ type Interface interface {
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
+	appV1           *appv1.AppV1Client
 	appV1beta1      *appv1beta1.AppV1beta1Client
 	pipelineV1beta1 *pipelinev1beta1.PipelineV1beta1Client
+}
+
+// AppV1 retrieves the AppV1Client
+func (c *Clientset) AppV1() appv1.AppV1Interface {
+	return c.appV1
 }
 
 // AppV1beta1 retrieves the AppV1beta1Client
@@ -96,6 +104,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 
 	var cs Clientset
 	var err error
+	cs.appV1, err = appv1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.appV1beta1, err = appv1beta1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -125,6 +137,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 // New creates a new Clientset for the given RESTClient.
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
+	cs.appV1 = appv1.New(c)
 	cs.appV1beta1 = appv1beta1.New(c)
 	cs.pipelineV1beta1 = pipelinev1beta1.New(c)
 

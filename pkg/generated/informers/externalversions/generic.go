@@ -21,6 +21,7 @@ package externalversions
 import (
 	fmt "fmt"
 
+	v1 "github.com/ndsl/controller-manager/apis/app/v1"
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
 	v1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -56,6 +57,10 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	// Group=distri-infer.ndsl.cn, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithResource("pipelines"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Pipeline().V1beta1().Pipelines().Informer()}, nil
+
+		// Group=ingress.example.com, Version=v1
+	case v1.SchemeGroupVersion.WithResource("apps"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.App().V1().Apps().Informer()}, nil
 
 		// Group=ingress.example.com, Version=v1beta1
 	case appv1beta1.SchemeGroupVersion.WithResource("apps"):

@@ -21,6 +21,8 @@ package fake
 import (
 	applyconfiguration "github.com/ndsl/controller-manager/pkg/generated/applyconfiguration"
 	clientset "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
+	appv1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/app/v1"
+	fakeappv1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/app/v1/fake"
 	appv1beta1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/app/v1beta1"
 	fakeappv1beta1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/app/v1beta1/fake"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/pipeline/v1beta1"
@@ -137,6 +139,11 @@ var (
 	_ clientset.Interface = &Clientset{}
 	_ testing.FakeClient  = &Clientset{}
 )
+
+// AppV1 retrieves the AppV1Client
+func (c *Clientset) AppV1() appv1.AppV1Interface {
+	return &fakeappv1.FakeAppV1{Fake: &c.Fake}
+}
 
 // AppV1beta1 retrieves the AppV1beta1Client
 func (c *Clientset) AppV1beta1() appv1beta1.AppV1beta1Interface {

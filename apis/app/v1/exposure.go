@@ -1,0 +1,28 @@
+/*
+Copyright The NDSL controller-manager Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1
+
+// WantsService reports whether the App asks for a Service: an exposure of
+// Service or Ingress.
+func (s *AppSpec) WantsService() bool {
+	return s.Exposure == ExposureService || s.Exposure == ExposureIngress
+}
+
+// WantsIngress reports whether the App asks for an Ingress (and so a Service).
+func (s *AppSpec) WantsIngress() bool {
+	return s.Exposure == ExposureIngress
+}
