@@ -30,7 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/controllers/ingress"
@@ -39,7 +39,7 @@ import (
 
 // snapshot is the cluster's state as far as convergence is concerned.
 type snapshot struct {
-	apps        []appv1beta1.App
+	apps        []appv1.App
 	pipelines   []pipelinev1beta1.Pipeline
 	services    []corev1.Service
 	deployments []appsv1.Deployment
@@ -52,7 +52,7 @@ type snapshot struct {
 func (w *world) snapshot(ctx context.Context) (*snapshot, error) {
 	s := &snapshot{}
 	kube, typed := w.c.Kube, w.c.Typed
-	apps, err := typed.AppV1beta1().Apps("").List(ctx, metav1.ListOptions{})
+	apps, err := typed.AppV1().Apps("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (s *snapshot) problems() []string {
 		app := &s.apps[i]
 		owners[app.UID] = true
 		name := "App " + app.Namespace + "/" + app.Name
-		if c := meta.FindStatusCondition(app.Status.Conditions, appv1beta1.ConditionReady); app.Status.ObservedGeneration != app.Generation ||
+		if c := meta.FindStatusCondition(app.Status.Conditions, appv1.ConditionReady); app.Status.ObservedGeneration != app.Generation ||
 			c == nil || c.Status != metav1.ConditionTrue {
 			add("%s not Ready for generation %d: %s", name, app.Generation, describeConditions(app.Status.ObservedGeneration, app.Status.Conditions))
 		}

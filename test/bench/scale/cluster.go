@@ -41,7 +41,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/controllers/ingress"
 	"github.com/ndsl/controller-manager/pkg/controller"
@@ -107,7 +107,7 @@ func startCluster(ctx context.Context, cfg config) (*cluster, error) {
 	}
 	// A CRD is served a moment after it is established.
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err1 := c.crd.AppV1beta1().Apps(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{Limit: 1})
+		_, err1 := c.crd.AppV1().Apps(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{Limit: 1})
 		_, err2 := c.crd.PipelineV1beta1().Pipelines().List(ctx, metav1.ListOptions{Limit: 1})
 		return err1 == nil && err2 == nil, nil
 	}); err != nil {
@@ -244,7 +244,7 @@ func (c *cluster) waitQuiet(ctx context.Context, maxRate float64, timeout time.D
 // cachedResources are the resources the manager's informers cache with all
 // default controllers on.
 var cachedResources = []schema.GroupVersionResource{
-	appv1beta1.SchemeGroupVersion.WithResource("apps"),
+	appv1.SchemeGroupVersion.WithResource("apps"),
 	pipelinev1beta1.SchemeGroupVersion.WithResource("pipelines"),
 	appsv1.SchemeGroupVersion.WithResource("deployments"),
 	corev1.SchemeGroupVersion.WithResource("services"),
@@ -379,7 +379,7 @@ func (c *cluster) managedObjects(ctx context.Context) (int, error) {
 		selector string
 		keep     func(metav1.Object) bool
 	}{
-		{appv1beta1.SchemeGroupVersion.WithResource("apps"), "", nil},
+		{appv1.SchemeGroupVersion.WithResource("apps"), "", nil},
 		{pipelinev1beta1.SchemeGroupVersion.WithResource("pipelines"), "", nil},
 		{corev1.SchemeGroupVersion.WithResource("services"), "!" + controller.ManagedByLabel, func(o metav1.Object) bool {
 			_, annotated := o.GetAnnotations()[ingress.AnnotationEnabled]

@@ -33,7 +33,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/controllers/pipeline"
 	"github.com/ndsl/controller-manager/pkg/controller"
@@ -315,16 +315,16 @@ func condition(conds []metav1.Condition, t string) *metav1.Condition {
 
 // appConverged: the status was written for the current generation by a
 // reconcile that found every child and wrote without failure.
-func appConverged(a *appv1beta1.App) (converged, ready bool) {
+func appConverged(a *appv1.App) (converged, ready bool) {
 	if a.Status.ObservedGeneration != a.Generation {
 		return false, false
 	}
-	degraded := condition(a.Status.Conditions, appv1beta1.ConditionDegraded)
-	readyCond := condition(a.Status.Conditions, appv1beta1.ConditionReady)
+	degraded := condition(a.Status.Conditions, appv1.ConditionDegraded)
+	readyCond := condition(a.Status.Conditions, appv1.ConditionReady)
 	if degraded == nil || degraded.Status != metav1.ConditionFalse || readyCond == nil {
 		return false, false
 	}
-	return readyCond.Reason != appv1beta1.ReasonResourceMissing, readyCond.Status == metav1.ConditionTrue
+	return readyCond.Reason != appv1.ReasonResourceMissing, readyCond.Status == metav1.ConditionTrue
 }
 
 // pipelineConverged: the status was written for the current generation by a
@@ -350,7 +350,7 @@ func pipelineConverged(p *pipelinev1beta1.Pipeline) (converged, ready bool) {
 // watchApps feeds t from the Apps of namespace until ctx ends.
 func watchApps(ctx context.Context, c *cluster, ns string, t *tracker) {
 	factory := crdinformers.NewSharedInformerFactoryWithOptions(c.crd, 0, crdinformers.WithNamespace(ns))
-	feed(ctx, factory, factory.App().V1beta1().Apps().Informer(), func(a *appv1beta1.App) {
+	feed(ctx, factory, factory.App().V1().Apps().Informer(), func(a *appv1.App) {
 		conv, ready := appConverged(a)
 		t.observe(a.Name, conv, ready)
 	})
@@ -463,7 +463,7 @@ func convergeApps(ctx context.Context, c *cluster, cfg config, m manager, name, 
 	res, err := measure(ctx, c, cfg, name, m, ns, n, watch, waitReady, events, func(ctx context.Context, i int) error {
 		app := newApp(i, 1)
 		app.Labels = appLabels
-		_, err := c.crd.AppV1beta1().Apps(ns).Create(ctx, app, metav1.CreateOptions{})
+		_, err := c.crd.AppV1().Apps(ns).Create(ctx, app, metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {

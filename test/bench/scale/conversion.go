@@ -79,7 +79,7 @@ func scenarioConversion(ctx context.Context, c *cluster, cfg config) (conversion
 		return res, err
 	}
 	defer func() { _ = c.deleteNamespace(context.WithoutCancel(ctx), ns, cfg.cleanupTimeout) }()
-	apps := c.crd.AppV1beta1().Apps(ns)
+	apps := c.crd.AppV1().Apps(ns)
 	if err := parallel(ctx, cfg.conversionApps, cfg.concurrency, func(ctx context.Context, i int) error {
 		_, err := apps.Create(ctx, newApp(i, 1), metav1.CreateOptions{})
 		return err

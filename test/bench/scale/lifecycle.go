@@ -230,7 +230,7 @@ func scenarioFailover(ctx context.Context, c *cluster, cfg config, l *e2eframewo
 	}
 	// Something to reconcile even when no other scenario ran.
 	if err := parallel(ctx, cfg.failoverApps, cfg.concurrency, func(ctx context.Context, i int) error {
-		_, err := c.crd.AppV1beta1().Apps(ns).Create(ctx, newApp(i, 1), metav1.CreateOptions{})
+		_, err := c.crd.AppV1().Apps(ns).Create(ctx, newApp(i, 1), metav1.CreateOptions{})
 		return ignoreExists(err)
 	}); err != nil {
 		return res, fmt.Errorf("creating the failover Apps: %w", err)

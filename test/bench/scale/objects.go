@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/controllers/ingress"
 	"github.com/ndsl/controller-manager/controllers/pipeline"
@@ -42,15 +42,14 @@ const benchLabel = "bench.ndsl.cn/phase"
 
 // newApp is the i-th App of a phase: a Deployment with replicas pods, a
 // Service and an Ingress.
-func newApp(i int, replicas int32) *appv1beta1.App {
-	return &appv1beta1.App{
+func newApp(i int, replicas int32) *appv1.App {
+	return &appv1.App{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%05d", i)},
-		Spec: appv1beta1.AppSpec{
-			Image:         "nginx:1.27",
-			Replicas:      ptr.To(replicas),
-			EnableService: true,
-			EnableIngress: true,
-			Port:          80,
+		Spec: appv1.AppSpec{
+			Image:    "nginx:1.27",
+			Replicas: ptr.To(replicas),
+			Exposure: appv1.ExposureIngress,
+			Port:     80,
 		},
 	}
 }

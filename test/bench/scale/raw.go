@@ -129,7 +129,7 @@ func rawApps(ctx context.Context, c *cluster, cfg config, ns string, n int, repl
 	opts := appcontroller.Options{IngressDomain: ingressDomain}
 	create := metav1.CreateOptions{FieldManager: controller.FieldManager}
 	r, err := measureRaw(ctx, c, cfg, n, 4, func(ctx context.Context, i int) error {
-		created, err := c.crd.AppV1beta1().Apps(ns).Create(ctx, newApp(i, replicas), create)
+		created, err := c.crd.AppV1().Apps(ns).Create(ctx, newApp(i, replicas), create)
 		if err != nil {
 			return fmt.Errorf("creating App: %w", err)
 		}

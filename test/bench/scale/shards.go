@@ -31,7 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	crdinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions"
 	"github.com/ndsl/controller-manager/pkg/shard"
@@ -209,7 +209,7 @@ func shardsOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Lau
 	if err := parallel(ctx, cfg.shardsApps, cfg.concurrency, func(ctx context.Context, i int) error {
 		app := newApp(i, 0) // no pods: the figure is the manager's, not kwok's
 		app.Labels = map[string]string{benchLabel: phase}
-		_, err := c.crd.AppV1beta1().Apps(namespaces[i%len(namespaces)]).Create(ctx, app, metav1.CreateOptions{})
+		_, err := c.crd.AppV1().Apps(namespaces[i%len(namespaces)]).Create(ctx, app, metav1.CreateOptions{})
 		return err
 	}); err != nil {
 		return run, fmt.Errorf("creating the Apps: %w", err)
@@ -629,7 +629,7 @@ func totalReconciles(ctx context.Context, replicas []*binaryManager) float64 {
 func watchLabelledApps(ctx context.Context, c *cluster, phase string, t *tracker) {
 	factory := crdinformers.NewSharedInformerFactoryWithOptions(c.crd, 0,
 		crdinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = benchLabel + "=" + phase }))
-	feed(ctx, factory, factory.App().V1beta1().Apps().Informer(), func(a *appv1beta1.App) {
+	feed(ctx, factory, factory.App().V1().Apps().Informer(), func(a *appv1.App) {
 		conv, ready := appConverged(a)
 		t.observe(a.Namespace+"/"+a.Name, conv, ready)
 	})

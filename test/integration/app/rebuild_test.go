@@ -82,7 +82,7 @@ func TestRebuiltControllerLeavesNothingBehind(t *testing.T) {
 		t.Helper()
 		recorder := record.NewFakeRecorder(100)
 		c, err := appcontroller.NewController(
-			crd.App().V1beta1().Apps(), kube.Apps().V1().Deployments(), kube.Core().V1().Services(),
+			crd.App().V1().Apps(), kube.Apps().V1().Deployments(), kube.Core().V1().Services(),
 			kube.Networking().V1().Ingresses(), kube.Core().V1().Pods(),
 			cp.Client, crdClient, recorder, appcontroller.Options{Common: controller.Common{Workers: 1}, IngressDomain: domain, IngressClass: class},
 		)

@@ -18,6 +18,7 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -28,13 +29,20 @@ import (
 
 // InstallCRDs creates the CRDs listed in manifests/crd/kustomization.yaml
 // (or leaves them if they exist) and waits until every one is established.
-// It takes no *testing.T so that TestMain can call it.
+// Every version is served, converted by this process
+// (controlplane.ServeConversion), as manifests/default has the manager
+// convert: tests write the design notes' v1beta1, the controllers read the
+// stored v1. It takes no *testing.T so that TestMain can call it.
 func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
 	crds, err := controlplane.CRDs()
 	if err != nil {
 		return err
 	}
-	return controlplane.InstallCRDs(ctx, cfg, crds)
+	url, caBundle, err := controlplane.ServeConversion()
+	if err != nil {
+		return fmt.Errorf("serving the conversion webhooks: %w", err)
+	}
+	return controlplane.InstallCRDs(ctx, cfg, controlplane.WithConversion(crds, url, caBundle))
 }
 
 var (

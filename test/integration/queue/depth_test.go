@@ -81,7 +81,7 @@ func (e *depthEnv) build(t *testing.T, ctx context.Context, started *atomic.Int3
 		t.Fatal(err)
 	}
 	c, err := appcontroller.NewController(
-		e.crd.App().V1beta1().Apps(), e.kube.Apps().V1().Deployments(), e.kube.Core().V1().Services(),
+		e.crd.App().V1().Apps(), e.kube.Apps().V1().Deployments(), e.kube.Core().V1().Services(),
 		e.kube.Networking().V1().Ingresses(), e.kube.Core().V1().Pods(),
 		cp.Client, crdClient, &record.FakeRecorder{},
 		appcontroller.Options{Common: controller.Common{Workers: 1, Queue: controller.PriorityQueue}},

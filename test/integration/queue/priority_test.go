@@ -78,7 +78,7 @@ func TestFreshChangeIsReconciledBeforeTheInitialListBacklog(t *testing.T) {
 	kubeInformers := informers.NewSharedInformerFactoryWithOptions(cp.Client, 0, informers.WithNamespace(ns))
 	crdInformers := crdinformers.NewSharedInformerFactoryWithOptions(crdClient, 0, crdinformers.WithNamespace(ns))
 	c, err := appcontroller.NewController(
-		crdInformers.App().V1beta1().Apps(),
+		crdInformers.App().V1().Apps(),
 		kubeInformers.Apps().V1().Deployments(),
 		kubeInformers.Core().V1().Services(),
 		kubeInformers.Networking().V1().Ingresses(),
