@@ -200,6 +200,9 @@ func TestConverter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Both booleans come back, false included, as v1beta1's schema
+	// defaults them on a stored v1beta1 App.
+	m["spec"].(map[string]any)["enable_service"] = false
 	if !apiequality.Semantic.DeepEqual(back.Object, m) {
 		t.Errorf("unstructured round trip changed the App:\n%s", diff.Diff(m, back.Object))
 	}
@@ -250,6 +253,25 @@ func TestUndecodableAnnotationIsIgnored(t *testing.T) {
 		}
 		if a := out.GetAnnotations(); a[tc.key] != "" || a["keep"] != "me" {
 			t.Errorf("%s=%q: annotations %v, want the undecodable one dropped and the others kept", tc.key, tc.value, a)
+		}
+	}
+}
+
+// A v1 App with no exposure reads at v1beta1 with both booleans false, as a
+// stored v1beta1 App read: a client that compares fields finds them.
+func TestConverterWritesFalseBooleans(t *testing.T) {
+	v1App := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "ingress.example.com/v1", "kind": "App",
+		"metadata": map[string]any{"name": "web", "namespace": "default"},
+		"spec":     map[string]any{"image": "nginx:1.27", "exposure": "None", "port": int64(80)},
+	}}
+	beta, err := Converter{}.Convert(context.Background(), v1App, "ingress.example.com/v1beta1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{"enable_service", "enable_ingress"} {
+		if got, found, _ := unstructured.NestedBool(beta.Object, "spec", field); !found || got {
+			t.Errorf("spec.%s = %v (set: %v), want false, set", field, got, found)
 		}
 	}
 }

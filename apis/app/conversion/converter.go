@@ -45,8 +45,30 @@ func (Converter) Convert(ctx context.Context, obj *unstructured.Unstructured, to
 	case from == appv1beta1.SchemeGroupVersion.String() && toAPIVersion == appv1.SchemeGroupVersion.String():
 		return convert.Unstructured(obj, V1beta1ToV1)
 	case from == appv1.SchemeGroupVersion.String() && toAPIVersion == appv1beta1.SchemeGroupVersion.String():
-		return convert.Unstructured(obj, V1ToV1beta1)
+		out, err := convert.Unstructured(obj, V1ToV1beta1)
+		if err != nil {
+			return nil, err
+		}
+		withFalseBooleans(out)
+		return out, nil
 	}
 	return nil, fmt.Errorf("cannot convert App %s/%s from %q to %q: the versions are %s and %s",
 		obj.GetNamespace(), obj.GetName(), from, toAPIVersion, appv1beta1.SchemeGroupVersion, appv1.SchemeGroupVersion)
+}
+
+// withFalseBooleans writes enable_service and enable_ingress even when
+// false, as v1beta1's schema defaults them: a v1beta1 client reads an App
+// stored at v1 as it read one stored at v1beta1. (The API server defaults
+// an object it read from etcd by the storage version's schema only, not
+// after converting it.)
+func withFalseBooleans(app *unstructured.Unstructured) {
+	spec, ok := app.Object["spec"].(map[string]any)
+	if !ok {
+		return
+	}
+	for _, field := range []string{"enable_service", "enable_ingress"} {
+		if _, set := spec[field]; !set {
+			spec[field] = false
+		}
+	}
 }

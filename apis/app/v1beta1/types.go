@@ -35,7 +35,7 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:deprecatedversion:warning="ingress.example.com/v1beta1 App is deprecated; use ingress.example.com/v1; v1beta1 is served only through the manager's conversion webhook"
+// +kubebuilder:deprecatedversion:warning="ingress.example.com/v1beta1 App is deprecated; use ingress.example.com/v1, the stored version; v1beta1 needs the manager's conversion webhook"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (at most 63 lower-case letters, digits or '-', starting with a letter and ending with a letter or digit), since it names the App's Service"
 
 // App runs a container image as a Deployment and, when asked, exposes it

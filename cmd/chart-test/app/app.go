@@ -54,7 +54,7 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("chart-test", flag.ContinueOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: the Pod's ServiceAccount")
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "namespace of the App (default $POD_NAMESPACE)")
-	fs.StringVar(&o.version, "version", "v1", "version of ingress.example.com to create the App at: v1 goes through the conversion webhook")
+	fs.StringVar(&o.version, "version", "v1", "version of ingress.example.com to create the App at: v1beta1 goes through the conversion webhook")
 	fs.StringVar(&o.image, "app-image", "", "the App's image; with no replicas, never pulled")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long the App may take to converge")
 	if err := fs.Parse(args); err != nil {

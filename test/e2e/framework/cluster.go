@@ -31,13 +31,15 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 )
@@ -236,23 +238,32 @@ func (c *Cluster) InstallManifests(ctx context.Context) error {
 	if err := controlplane.WaitForCRDs(ctx, client, time.Minute, names...); err != nil {
 		return err
 	}
-	return c.waitAppAdmission(ctx)
+	return c.WaitAppAdmission(ctx, appv1.SchemeGroupVersion.Version)
 }
 
-// waitAppAdmission waits until the API server admits an App through
-// v1beta1: its App defaulting policy refuses every one ("Resource kind ...
-// not found") until it has read a new CRD's schema, up to 5 s after the
-// CRD is served.
-func (c *Cluster) waitAppAdmission(ctx context.Context) error {
-	probe := &appv1beta1.App{ObjectMeta: metav1.ObjectMeta{Name: "admission-probe"},
-		Spec: appv1beta1.AppSpec{Image: "nginx:1.27", EnableService: true}}
+// WaitAppAdmission waits until the API server admits an App through
+// version. At v1beta1 that needs the conversion webhook (Apps are stored
+// at v1), and the App defaulting policy refuses every one ("Resource kind
+// ... not found") until it has read a new CRD's schema, up to 5 s after
+// the CRD is served.
+func (c *Cluster) WaitAppAdmission(ctx context.Context, version string) error {
+	probe := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": appv1.SchemeGroupVersion.Group + "/" + version, "kind": "App",
+		"metadata": map[string]any{"name": "admission-probe"},
+		"spec":     map[string]any{"image": "nginx:1.27"},
+	}}
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	apps := dyn.Resource(appv1.SchemeGroupVersion.WithResource("apps").GroupResource().WithVersion(version)).Namespace(metav1.NamespaceDefault)
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, last = c.Typed.AppV1beta1().Apps(metav1.NamespaceDefault).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	err = wait.PollUntilContextTimeout(ctx, pollInterval, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, last = apps.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return last == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for the API server to admit Apps: %w (last: %v)", err, last)
+		return fmt.Errorf("waiting for the API server to admit Apps through %s: %w (last: %v)", version, err, last)
 	}
 	return nil
 }

@@ -199,7 +199,7 @@ func (e *env) waitEventMessage(app, eventType, reason, message string) {
 func checkControlled(t *testing.T, obj metav1.Object, app *appv1beta1.App) {
 	t.Helper()
 	ref := metav1.GetControllerOf(obj)
-	if ref == nil || ref.UID != app.UID || ref.Kind != "App" || ref.APIVersion != appv1beta1.SchemeGroupVersion.String() {
+	if ref == nil || ref.UID != app.UID || ref.Kind != "App" || ref.APIVersion != "ingress.example.com/v1" {
 		t.Errorf("%s: controller reference = %+v, want App %s (%s)", obj.GetName(), ref, app.Name, app.UID)
 	}
 	if v, ok := obj.GetLabels()["app.kubernetes.io/instance"]; ok {

@@ -80,8 +80,8 @@ func TestChartRendersHelmTest(t *testing.T) {
 	hooks["Pod"].into(t, &pod)
 	c := pod.Spec.Containers[0]
 	if pod.Spec.ServiceAccountName != "controller-manager-test" || c.Image != "controller-manager-chart-test:v0.1.0" ||
-		!slices.Contains(c.Args, "--version=v1") || pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
-		t.Errorf("Pod: serviceAccountName %s, image %s, args %v, restartPolicy %s; want controller-manager-test, the appVersion's tag, --version=v1, Never",
+		!slices.Contains(c.Args, "--version=v1beta1") || pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("Pod: serviceAccountName %s, image %s, args %v, restartPolicy %s; want controller-manager-test, the appVersion's tag, --version=v1beta1, Never",
 			pod.Spec.ServiceAccountName, c.Image, c.Args, pod.Spec.RestartPolicy)
 	}
 	if c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem ||
@@ -95,7 +95,7 @@ func TestChartRendersHelmTest(t *testing.T) {
 	}))
 	hooks["Pod"].into(t, &pod)
 	c = pod.Spec.Containers[0]
-	if c.Image != "registry.example.com/chart-test:v9" || !slices.Contains(c.Args, "--version=v1beta1") || !slices.Contains(c.Args, "--timeout=30s") {
+	if c.Image != "registry.example.com/chart-test:v9" || !slices.Contains(c.Args, "--version=v1") || !slices.Contains(c.Args, "--timeout=30s") {
 		t.Errorf("Pod with tests.image, tests.timeout and no webhooks: image %s, args %v", c.Image, c.Args)
 	}
 	if hooks := testHooks(render(t, "platform", map[string]any{"tests": map[string]any{"enabled": false}})); len(hooks) != 0 {
@@ -184,7 +184,7 @@ func TestChartHelmTestAgainstManager(t *testing.T) {
 			t.Errorf("chart-test reported no %q:\n%s", step, report.String())
 		}
 	}
-	apps, err := versioned.NewForConfigOrDie(cp.Config).AppV1beta1().Apps(ns).List(ctx, metav1.ListOptions{})
+	apps, err := versioned.NewForConfigOrDie(cp.Config).AppV1().Apps(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

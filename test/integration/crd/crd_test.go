@@ -135,14 +135,14 @@ func testCategoriesAndShortNames(t *testing.T) {
 	}
 }
 
-// TestStorageVersions: v1beta1, the design notes' API and the one the
-// controllers work with, is stored and served for both kinds; v1 is not
-// served by these files (issue 21, item 4): they have no conversion, and v1
-// without it reads relabelled v1beta1 data and drops fields on writes.
-// manifests/default patches in the conversion webhook and serves v1
-// (test/integration/manifests and test/integration/webhooks test it).
+// TestStorageVersions: each CRD of these files serves only the version it
+// stores, v1 for Apps and still v1beta1 for Pipelines: they have no
+// conversion, and another version without it reads relabelled data and
+// drops fields on writes. manifests/default patches in the conversion
+// webhook and serves the other version (test/integration/manifests and
+// test/integration/webhooks test it).
 func TestStorageVersions(t *testing.T) {
-	for _, file := range []string{"ingress.example.com_apps.yaml", "distri-infer.ndsl.cn_pipelines.yaml"} {
+	for file, want := range map[string]string{"ingress.example.com_apps.yaml": "v1", "distri-infer.ndsl.cn_pipelines.yaml": "v1beta1"} {
 		crd := readCRD(t, file)
 		served, storage := map[string]bool{}, ""
 		for _, v := range crd.Spec.Versions {
@@ -151,8 +151,8 @@ func TestStorageVersions(t *testing.T) {
 				storage = v.Name
 			}
 		}
-		if storage != "v1beta1" || served["v1"] || !served["v1beta1"] {
-			t.Errorf("%s: storage %q, served %v; want v1beta1 stored and served, v1 not served", file, storage, served)
+		if storage != want || len(crd.Spec.Versions) != 2 || !served[want] || served[otherVersion(want)] {
+			t.Errorf("%s: storage %q, served %v; want %s stored and served alone", file, storage, served, want)
 		}
 		if crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy != apiextensionsv1.NoneConverter {
 			t.Errorf("%s: conversion %+v; the webhook is manifests/default's", file, crd.Spec.Conversion)
@@ -264,8 +264,6 @@ func testPipelineV1beta1Sample(ctx context.Context, t *testing.T, c clients) {
 }
 
 // testPipelineV1Sample: the v1 schema accepts and defaults the v1 sample.
-// Without the conversion webhook (these CRDs have none) a v1 object is
-// stored under v1beta1's schema, so what only v1 has does not read back;
 // test/integration/webhooks reads both versions through the webhook.
 func testPipelineV1Sample(ctx context.Context, t *testing.T, c clients) {
 	sample := readSample(t, "pipeline-v1.yaml")
@@ -644,24 +642,29 @@ func walk(obj map[string]any, path []any) (any, any) {
 	return cur, path[len(path)-1]
 }
 
-// installCRDs creates the CRDs listed in manifests/crd/kustomization.yaml and
-// waits until they are established. v1, which those files do not serve, is
-// served here without conversion, only so that its schema can be tested:
-// what only v1 has does not read back (see testPipelineV1Sample).
+// installCRDs creates the CRDs listed in manifests/crd/kustomization.yaml,
+// every version served and converted by this process, as manifests/default
+// has the manager convert, and waits until they are established.
 func installCRDs(ctx context.Context, t *testing.T) {
 	t.Helper()
 	crds, err := controlplane.CRDs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, crd := range crds {
-		for i := range crd.Spec.Versions {
-			crd.Spec.Versions[i].Served = true
-		}
-	}
-	if err := controlplane.InstallCRDs(ctx, cp.Config, crds); err != nil {
+	url, caBundle, err := controlplane.ServeConversion()
+	if err != nil {
 		t.Fatal(err)
 	}
+	if err := controlplane.InstallCRDs(ctx, cp.Config, controlplane.WithConversion(crds, url, caBundle)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func otherVersion(v string) string {
+	if v == "v1" {
+		return "v1beta1"
+	}
+	return "v1"
 }
 
 // waitServed waits until every resource can be listed: a CRD is served a

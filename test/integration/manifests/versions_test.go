@@ -74,11 +74,12 @@ func servesWithoutConversion(crd *apiextensionsv1.CustomResourceDefinition) []st
 	return out
 }
 
-// Issue 21, item 4: no install path serves v1 without conversion. make
-// install (and make run against a cluster) applies manifests/crd: v1 is
-// not served. make deploy, and manifests/default with the cert-manager
-// component, configure the conversion webhook and serve v1.
-func TestEveryInstallPathServesV1OnlyWithConversion(t *testing.T) {
+// Issue 21, item 4: no install path serves a version but the stored one
+// without conversion. make install (and make run against a cluster)
+// applies manifests/crd: each CRD serves its storage version alone (v1 for
+// Apps, v1beta1 for Pipelines). make deploy, and manifests/default with the
+// cert-manager component, configure the conversion webhook and serve both.
+func TestEveryInstallPathServesOtherVersionsOnlyWithConversion(t *testing.T) {
 	for _, dir := range []string{"crd", "default", "components/cert-manager", "components/cleanup", "components/prometheus"} {
 		for _, crd := range crdsOf(t, dir) {
 			if vs := servesWithoutConversion(crd); len(vs) > 0 {
@@ -88,8 +89,9 @@ func TestEveryInstallPathServesV1OnlyWithConversion(t *testing.T) {
 	}
 	for _, dir := range []string{"default", "components/cert-manager"} {
 		for _, crd := range crdsOf(t, dir) {
-			if !served(crd, "v1") || crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter {
-				t.Errorf("manifests/%s: CRD %s: v1 served %t, conversion %+v; want v1 served through the webhook", dir, crd.Name, served(crd, "v1"), crd.Spec.Conversion)
+			if !served(crd, "v1") || !served(crd, "v1beta1") || crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter {
+				t.Errorf("manifests/%s: CRD %s: v1 served %t, v1beta1 served %t, conversion %+v; want both served through the webhook",
+					dir, crd.Name, served(crd, "v1"), served(crd, "v1beta1"), crd.Spec.Conversion)
 			}
 		}
 	}
@@ -105,10 +107,11 @@ func served(crd *apiextensionsv1.CustomResourceDefinition, version string) bool 
 }
 
 // The same against the API server: manifests/crd alone, as make install
-// applies it, serves only v1beta1 (a v1 LIST is NotFound and discovery
-// does not list v1); then manifests/default's CRDs over it, as make deploy
-// applies them, serve v1 with strategy Webhook.
-func TestAPIServerServesV1OnlyWithConversion(t *testing.T) {
+// applies it, serves only the storage version (a LIST of the other is
+// NotFound and discovery does not list it); then manifests/default's CRDs
+// over it, as make deploy applies them, serve the other with strategy
+// Webhook.
+func TestAPIServerServesOtherVersionsOnlyWithConversion(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ext, err := apiextensionsclient.NewForConfig(cp.Config)
@@ -131,12 +134,13 @@ func TestAPIServerServesV1OnlyWithConversion(t *testing.T) {
 	}
 	for _, crd := range installed {
 		gr := schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}
-		waitDiscovered(t, gr.WithVersion("v1beta1").GroupVersion(), gr.Resource)
-		if _, err := dyn.Resource(gr.WithVersion("v1")).List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("manifests/crd: LIST %s v1: %v, want NotFound (v1 not served)", gr, err)
+		stored, other := versionsOf(crd)
+		waitDiscovered(t, gr.WithVersion(stored).GroupVersion(), gr.Resource)
+		if _, err := dyn.Resource(gr.WithVersion(other)).List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("manifests/crd: LIST %s %s: %v, want NotFound (not served)", gr, other, err)
 		}
-		if _, err := cp.Client.Discovery().ServerResourcesForGroupVersion(gr.Group + "/v1"); !apierrors.IsNotFound(err) {
-			t.Errorf("manifests/crd: discovery of %s/v1: %v, want NotFound", gr.Group, err)
+		if _, err := cp.Client.Discovery().ServerResourcesForGroupVersion(gr.Group + "/" + other); !apierrors.IsNotFound(err) {
+			t.Errorf("manifests/crd: discovery of %s/%s: %v, want NotFound", gr.Group, other, err)
 		}
 	}
 
@@ -151,15 +155,28 @@ func TestAPIServerServesV1OnlyWithConversion(t *testing.T) {
 		if err != nil {
 			t.Fatalf("updating CRD %s to manifests/default's: %v", want.Name, err)
 		}
-		if !served(got, "v1") || got.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter {
-			t.Errorf("manifests/default: CRD %s as stored: v1 served %t, conversion %s; want v1 served with strategy Webhook",
-				got.Name, served(got, "v1"), got.Spec.Conversion.Strategy)
+		_, other := versionsOf(got)
+		if !served(got, other) || got.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter {
+			t.Errorf("manifests/default: CRD %s as stored: %s served %t, conversion %s; want it served with strategy Webhook",
+				got.Name, other, served(got, other), got.Spec.Conversion.Strategy)
 		}
-		waitDiscovered(t, schema.GroupVersion{Group: got.Spec.Group, Version: "v1"}, got.Spec.Names.Plural)
+		waitDiscovered(t, schema.GroupVersion{Group: got.Spec.Group, Version: other}, got.Spec.Names.Plural)
 	}
 	if err := controlplane.WaitForCRDs(ctx, ext, time.Minute, names...); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// versionsOf returns the CRD's storage version and its other one.
+func versionsOf(crd *apiextensionsv1.CustomResourceDefinition) (stored, other string) {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			stored = v.Name
+		} else {
+			other = v.Name
+		}
+	}
+	return stored, other
 }
 
 // waitDiscovered waits until discovery lists resource in gv.

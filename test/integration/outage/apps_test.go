@@ -19,6 +19,7 @@ package outage
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -40,13 +41,25 @@ import (
 
 const timeout = 90 * time.Second
 
-var appsV1beta1 = schema.GroupVersionResource{Group: "ingress.example.com", Version: "v1beta1", Resource: "apps"}
+var appsV1 = schema.GroupVersionResource{Group: "ingress.example.com", Version: "v1", Resource: "apps"}
+
+// appV1 is an App as a user of the stored version writes it.
+const appV1 = `apiVersion: ingress.example.com/v1
+kind: App
+metadata:
+  name: web
+spec:
+  image: nginx:latest
+  replicas: 2
+  exposure: Ingress
+`
 
 // With manifests/default installed and no manager pod up, a user with the
 // namespace's edit role creates, reads, lists, watches, updates and
-// deletes Apps through v1beta1 with kubectl: the admission policies default
-// and validate them as the webhooks do. v1, served through the conversion
-// webhook while v1beta1 is stored, fails and says that the webhook is why.
+// deletes Apps with kubectl at v1, the stored version kubectl prefers: the
+// admission policies validate them as the webhooks do. v1beta1, served
+// only through the conversion webhook, fails and says that the webhook is
+// why, except where the schema refuses first.
 func TestAppsWithTheManagerDown(t *testing.T) {
 	ctx := context.Background()
 	root, err := controlplane.RepoRoot()
@@ -72,45 +85,51 @@ func TestAppsWithTheManagerDown(t *testing.T) {
 	if _, err := cp.Client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	sample := filepath.Join(root, "manifests", "samples", "design-notes", "app-v1beta1.yaml")
+	file := filepath.Join(t.TempDir(), "app.yaml")
+	if err := os.WriteFile(file, []byte(appV1), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	// The API server loads new policies and the aggregated edit role
-	// within seconds: apply until the policies act (the inversion shows).
+	// within seconds: apply until the policies act (the warning shows).
 	var stderr string
-	framework.Eventually(t, timeout, "the design notes' App to be admitted by the policies", func(ctx context.Context) (bool, error) {
-		_, _ = kubectl(t, "alice", "delete", "-n", ns, "--ignore-not-found", "-f", sample)
-		out, err := kubectl(t, "alice", "apply", "-n", ns, "-f", sample)
+	framework.Eventually(t, timeout, "the App to be admitted by the policies", func(ctx context.Context) (bool, error) {
+		out, err := kubectl(t, "alice", "apply", "-n", ns, "-f", file)
 		stderr = out
-		return err == nil && strings.Contains(out, "the inverse of the false requested"), nil
+		return err == nil && strings.Contains(out, `"nginx:latest" uses the tag latest`), nil
 	})
-	if !strings.Contains(stderr, `"nginx:latest" uses the tag latest`) {
-		t.Errorf("kubectl printed %q; want the warning about the tag latest", stderr)
+	if !strings.Contains(stderr, "app.ingress.example.com/web created") {
+		t.Errorf("kubectl printed %q; want the App created", stderr)
 	}
-	app := getApp(t, "alice", ns, "app-sample")
-	if spec := app.Object["spec"].(map[string]any); spec["enable_ingress"] != true || app.GetAnnotations()["ingress.example.com/enable-ingress-requested"] != "false" {
-		t.Errorf("the App's spec %v, annotations %v: want enable_ingress inverted to true, the request recorded", spec, app.GetAnnotations())
+	app := getApp(t, "alice", ns, "web")
+	if spec := app.Object["spec"].(map[string]any); spec["exposure"] != "Ingress" || spec["port"] != int64(80) {
+		t.Errorf("the App's spec %v: want exposure Ingress as written, port defaulted to 80", spec)
 	}
 
-	// List and watch through v1beta1.
-	out, err := kubectl(t, "alice", "get", "apps.v1beta1.ingress.example.com", "-n", ns, "-o", "name")
-	if err != nil || !slices.Contains(strings.Split(out, "\n"), "app.ingress.example.com/app-sample") {
-		t.Errorf("kubectl get apps.v1beta1.ingress.example.com: %v, %q", err, out)
+	// List and watch, as kubectl names them.
+	out, err := kubectl(t, "alice", "get", "apps", "-n", ns, "-o", "name")
+	if err != nil || !slices.Contains(strings.Split(out, "\n"), "app.ingress.example.com/web") {
+		t.Errorf("kubectl get apps: %v, %q", err, out)
 	}
 	watchCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	w, err := userClient(t, "alice").Resource(appsV1beta1).Namespace(ns).Watch(watchCtx, metav1.ListOptions{ResourceVersion: app.GetResourceVersion()})
+	w, err := userClient(t, "alice").Resource(appsV1).Namespace(ns).Watch(watchCtx, metav1.ListOptions{ResourceVersion: app.GetResourceVersion()})
 	if err != nil {
-		t.Fatalf("watching Apps through v1beta1: %v", err)
+		t.Fatalf("watching Apps: %v", err)
 	}
 	defer w.Stop()
 
-	// Updates: a bad image is refused with the webhook's reason, a good one
-	// is stored and seen by the watch.
-	if out, err := kubectl(t, "alice", "patch", "apps.v1beta1.ingress.example.com", "app-sample", "-n", ns, "--type=merge",
+	// Updates: a bad image is refused with the webhook's reason, a bad
+	// exposure by the schema, a good image is stored and seen by the watch.
+	if out, err := kubectl(t, "alice", "patch", "apps", "web", "-n", ns, "--type=merge",
 		"-p", `{"spec":{"image":"Not A Reference"}}`); err == nil || !strings.Contains(out, "not a valid image reference") {
 		t.Errorf("patching a bad image: %v, %q; want it refused as not a valid image reference", err, out)
 	}
-	if out, err := kubectl(t, "alice", "patch", "apps.v1beta1.ingress.example.com", "app-sample", "-n", ns, "--type=merge",
+	if out, err := kubectl(t, "alice", "patch", "apps", "web", "-n", ns, "--type=merge",
+		"-p", `{"spec":{"exposure":"Everywhere"}}`); err == nil || !strings.Contains(out, `Unsupported value: "Everywhere"`) {
+		t.Errorf("patching a bad exposure: %v, %q; want it refused by the schema", err, out)
+	}
+	if out, err := kubectl(t, "alice", "patch", "apps", "web", "-n", ns, "--type=merge",
 		"-p", `{"spec":{"image":"nginx:1.27"}}`); err != nil {
 		t.Errorf("patching the image: %v, %q", err, out)
 	}
@@ -128,30 +147,33 @@ func TestAppsWithTheManagerDown(t *testing.T) {
 		}
 	}
 
-	// The design notes' webhook case is refused, as by the webhooks.
+	// v1beta1 needs the conversion webhook, and says so.
+	notes := filepath.Join(root, "manifests", "samples", "design-notes")
+	if out, err := kubectl(t, "alice", "apply", "-n", ns, "-f", filepath.Join(notes, "app-v1beta1.yaml")); err == nil || !strings.Contains(out, "conversion webhook") {
+		t.Errorf("applying the design notes' v1beta1 App: %v, %q; want a conversion webhook error", err, out)
+	}
+	if out, err := kubectl(t, "alice", "get", "apps.v1beta1.ingress.example.com", "-n", ns); err == nil || !strings.Contains(out, "conversion webhook") {
+		t.Errorf("kubectl get apps.v1beta1: %v, %q; want a conversion webhook error", err, out)
+	}
+	// The design notes' webhook case is refused for what it is.
 	ns2 := framework.CreateNamespace(t, cp.Client)
-	if out, err := kubectl(t, "", "apply", "-n", ns2, "-f", filepath.Join(root, "manifests", "samples", "design-notes", "app-webhook-case.yaml")); err == nil ||
+	if out, err := kubectl(t, "", "apply", "-n", ns2, "-f", filepath.Join(notes, "app-webhook-case.yaml")); err == nil ||
 		!strings.Contains(out, "enable_ingress requires enable_service to be true") {
 		t.Errorf("applying the notes' webhook case: %v, %q; want it refused", err, out)
 	}
 
-	// v1 needs the conversion webhook while v1beta1 is stored, and says so.
-	if out, err := kubectl(t, "alice", "get", "apps.v1.ingress.example.com", "-n", ns); err == nil || !strings.Contains(out, "conversion webhook") {
-		t.Errorf("kubectl get apps.v1: %v, %q; want a conversion webhook error", err, out)
-	}
-
-	if out, err := kubectl(t, "alice", "delete", "-n", ns, "-f", sample, "--wait=false"); err != nil {
+	if out, err := kubectl(t, "alice", "delete", "apps", "web", "-n", ns, "--wait=false"); err != nil {
 		t.Fatalf("deleting the App: %v, %q", err, out)
 	}
 	framework.Eventually(t, timeout, "the App to be gone", func(ctx context.Context) (bool, error) {
-		_, err := userClient(t, "alice").Resource(appsV1beta1).Namespace(ns).Get(ctx, "app-sample", metav1.GetOptions{})
+		_, err := userClient(t, "alice").Resource(appsV1).Namespace(ns).Get(ctx, "web", metav1.GetOptions{})
 		return err != nil && strings.Contains(err.Error(), "not found"), nil
 	})
 }
 
 func getApp(t *testing.T, user, ns, name string) *unstructured.Unstructured {
 	t.Helper()
-	u, err := userClient(t, user).Resource(appsV1beta1).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := userClient(t, user).Resource(appsV1).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("getting App %s/%s: %v", ns, name, err)
 	}

@@ -206,18 +206,30 @@ func clientConfig(url, path string, caBundle []byte) admissionregistrationv1.Web
 }
 
 func rule(group, resource string, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+	versions := []string{"v1beta1"}
+	if resource == "apps" {
+		versions = append(versions, "v1")
+	}
 	return []admissionregistrationv1.RuleWithOperations{{
 		Operations: ops,
 		Rule: admissionregistrationv1.Rule{
-			APIGroups: []string{group}, APIVersions: []string{"v1beta1"}, Resources: []string{resource},
+			APIGroups: []string{group}, APIVersions: versions, Resources: []string{resource},
 			Scope: ptr.To(admissionregistrationv1.AllScopes),
 		},
 	}}
 }
 
-// The configurations follow the manifests' choices: v1beta1 only with
-// matchPolicy Equivalent (a v1 request reaches the webhook converted),
-// failurePolicy Fail, sideEffects None, short timeouts.
+// matchPolicy is the manifests': Apps are matched at the version sent
+// (both are listed), Pipelines at v1beta1 with a v1 request converted.
+func matchPolicy(resource string) *admissionregistrationv1.MatchPolicyType {
+	if resource == "apps" {
+		return ptr.To(admissionregistrationv1.Exact)
+	}
+	return ptr.To(admissionregistrationv1.Equivalent)
+}
+
+// The configurations follow the manifests' choices: the rules and
+// matchPolicy above, failurePolicy Fail, sideEffects None, short timeouts.
 func mutatingConfig(url string, caBundle []byte) *admissionregistrationv1.MutatingWebhookConfiguration {
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: mutatingName},
@@ -225,7 +237,7 @@ func mutatingConfig(url string, caBundle []byte) *admissionregistrationv1.Mutati
 			Name:                    "mutate.apps.ingress.example.com",
 			ClientConfig:            clientConfig(url, webhook.PathMutateApps, caBundle),
 			Rules:                   rule("ingress.example.com", "apps", admissionregistrationv1.Create, admissionregistrationv1.Update),
-			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			MatchPolicy:             matchPolicy("apps"),
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			TimeoutSeconds:          ptr.To[int32](5),
@@ -242,7 +254,7 @@ func validatingConfig(url string, caBundle []byte) *admissionregistrationv1.Vali
 			Name:                    name,
 			ClientConfig:            clientConfig(url, path, caBundle),
 			Rules:                   rule(group, resource, ops...),
-			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			MatchPolicy:             matchPolicy(resource),
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			TimeoutSeconds:          ptr.To[int32](5),

@@ -66,6 +66,12 @@ func TestStorageMigrationRecipe(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns := framework.CreateNamespace(t, cp.Client)
+	crds := apiextensionsclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
+	crdNames := []string{"apps.ingress.example.com", "pipelines.distri-infer.ndsl.cn"}
+	// Apps as an earlier release stored them: at v1beta1.
+	setStorageVersion(ctx, t, crds, crdNames[0], "v1beta1")
+	t.Cleanup(func() { setStorageVersion(context.Background(), t, crds, crdNames[0], "v1") })
+	waitNewAppsStoredAt(ctx, t, ns, "v1beta1")
 
 	objects := []storedObject{
 		{gvr: appsV1beta1, namespace: ns, name: "migrate-a"},
@@ -90,27 +96,10 @@ func TestStorageMigrationRecipe(t *testing.T) {
 	}
 	before := readAll(ctx, t, objects)
 
-	crds := apiextensionsclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
-	crdNames := []string{"apps.ingress.example.com", "pipelines.distri-infer.ndsl.cn"}
-	for _, name := range crdNames {
-		setStorageVersion(ctx, t, crds, name, "v1")
-		t.Cleanup(func() { setStorageVersion(context.Background(), t, crds, name, "v1beta1") })
-	}
-	// The API server reloads a CRD's storage asynchronously: wait until a
-	// new object is stored at v1.
-	probe := storedObject{gvr: appsV1beta1, namespace: ns, name: "migrate-probe"}
-	var last string
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_ = dyn.Resource(appsV1beta1).Namespace(ns).Delete(ctx, probe.name, metav1.DeleteOptions{})
-		if _, err := dyn.Resource(appsV1beta1).Namespace(ns).Create(ctx, appObject("v1beta1", probe.name, map[string]any{"image": "nginx:1.27", "enable_service": true}), strict); err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		last = "stored as " + storedAPIVersion(ctx, t, probe)
-		return last == "stored as ingress.example.com/v1", nil
-	}); err != nil {
-		t.Fatalf("new Apps are not stored at v1 after the storage version changed: %v (last: %s)", err, last)
-	}
+	setStorageVersion(ctx, t, crds, crdNames[0], "v1")
+	setStorageVersion(ctx, t, crds, crdNames[1], "v1")
+	t.Cleanup(func() { setStorageVersion(context.Background(), t, crds, crdNames[1], "v1beta1") })
+	waitNewAppsStoredAt(ctx, t, ns, "v1")
 	for _, o := range objects {
 		if got := storedAPIVersion(ctx, t, o); got != o.gvr.GroupVersion().String() {
 			t.Fatalf("%s is stored as %s before the script ran, want it still at %s", o.etcdKey(), got, o.gvr.GroupVersion())
@@ -149,6 +138,27 @@ func TestStorageMigrationRecipe(t *testing.T) {
 			t.Errorf("%s was written by the second run (resourceVersion %s → %s)", key, was.resourceVersion, now.resourceVersion)
 		}
 	}
+}
+
+// waitNewAppsStoredAt waits until a new App is stored at version: the API
+// server reloads a CRD's storage asynchronously.
+func waitNewAppsStoredAt(ctx context.Context, t *testing.T, ns, version string) {
+	t.Helper()
+	probe := storedObject{gvr: appsV1beta1, namespace: ns, name: "migrate-probe"}
+	want := "stored as ingress.example.com/" + version
+	var last string
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_ = dyn.Resource(appsV1beta1).Namespace(ns).Delete(ctx, probe.name, metav1.DeleteOptions{})
+		if _, err := dyn.Resource(appsV1beta1).Namespace(ns).Create(ctx, appObject("v1beta1", probe.name, map[string]any{"image": "nginx:1.27", "enable_service": true}), strict); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = "stored as " + storedAPIVersion(ctx, t, probe)
+		return last == want, nil
+	}); err != nil {
+		t.Fatalf("new Apps are not %s after the storage version changed: %v (last: %s)", want, err, last)
+	}
+	_ = dyn.Resource(appsV1beta1).Namespace(ns).Delete(ctx, probe.name, metav1.DeleteOptions{})
 }
 
 // readState is what the migration must not change, and what shows a write.
