@@ -175,7 +175,6 @@ func setupProcesses(ctx context.Context, binary, dir string) (*framework.Launche
 		return nil, err
 	}
 	l.Webhooks = balancer
-	l.FirstWebhooks = func(ctx context.Context) error { return cluster.WaitAppAdmission(ctx, "v1beta1") }
 	return l, cluster.PointWebhooksAt(ctx, "https://"+balancer.Addr())
 }
 

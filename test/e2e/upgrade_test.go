@@ -29,6 +29,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -198,19 +199,21 @@ func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 		do    func()
 		// lease is the Lease one of the new pods must hold after the step.
 		lease string
+		// migrates: the step moves the Apps stored at v1beta1 to v1.
+		migrates bool
 	}{
-		{"helm upgrade to the current chart and image", u.newImage, func() { u.install(t, u.newChart, u.newImage) }, framework.LeaseName},
+		{"helm upgrade to the current chart and image", u.newImage, func() { u.install(t, u.newChart, u.newImage) }, framework.LeaseName, true},
 		// The Lease layout changes: replicas of two layouts run side by
 		// side during the rolling update, and only one layout may lead.
 		{"helm upgrade that turns --shards=2 on", u.newImage, func() { u.install(t, u.newChart, u.newImage, "-f", shards) },
-			framework.LeaseName + "-app-0-of-2"},
+			framework.LeaseName + "-app-0-of-2", false},
 		// Back to the earlier version, which knows no layouts, and its
 		// single Lease.
 		{fmt.Sprintf("helm rollback to revision %d", oldRevision), u.oldImage, func() {
 			if _, err := u.run(context.Background(), "rollback", helmRelease, fmt.Sprint(oldRevision)); err != nil {
 				t.Fatal(err)
 			}
-		}, framework.LeaseName},
+		}, framework.LeaseName, false},
 	} {
 		// A namespace of its own: the load names its Apps from 1 again.
 		loadNS := newNamespace(t)
@@ -225,6 +228,9 @@ func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 		load.check(t, step.name)
 		waitLoadSettled(t, loadNS)
 		waitLeaseHeldAmong(t, step.lease, pods)
+		if step.migrates {
+			waitStoredVersions(t, "apps.ingress.example.com", "v1")
+		}
 		checkLayouts(t, layouts, step.name)
 		waitAppsReady(t, ns, upgradeApps, time.Minute)
 		after := observeApps(t, ns)
@@ -236,6 +242,22 @@ func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 		}
 		before = after
 	}
+}
+
+// waitStoredVersions waits until the CRD's status.storedVersions is
+// exactly version: the leader has rewritten every object stored at another.
+func waitStoredVersions(t *testing.T, crd, version string) {
+	t.Helper()
+	client := apiextensionsclient.NewForConfigOrDie(cluster.Config)
+	began := time.Now()
+	eventually(t, 2*time.Minute, crd+" stored at "+version+" alone", func(ctx context.Context) (bool, error) {
+		got, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return slices.Equal(got.Status.StoredVersions, []string{version}), fmt.Errorf("storedVersions %v", got.Status.StoredVersions)
+	})
+	t.Logf("%s: storedVersions [%s] %v after the upgrade's rollout", crd, version, time.Since(began).Round(100*time.Millisecond))
 }
 
 // waitLoadSettled waits until kube-controller-manager has caught up with

@@ -245,7 +245,10 @@ func (c *Cluster) InstallManifests(ctx context.Context) error {
 // version. At v1beta1 that needs the conversion webhook (Apps are stored
 // at v1), and the App defaulting policy refuses every one ("Resource kind
 // ... not found") until it has read a new CRD's schema, up to 5 s after
-// the CRD is served.
+// the CRD is served; InstallManifests, which runs before any manager, waits
+// for v1 (the CRD served, the validating policies loaded), and the tests
+// create v1beta1 Apps with retries (createApp), as they must anyway until a
+// manager has written the caBundles.
 func (c *Cluster) WaitAppAdmission(ctx context.Context, version string) error {
 	probe := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": appv1.SchemeGroupVersion.Group + "/" + version, "kind": "App",

@@ -59,15 +59,8 @@ type Launcher struct {
 	// serves the webhooks on a port of its own and is its backend while it
 	// runs. Nil runs the processes with --webhooks=false.
 	Webhooks WebhookBackends
-	// FirstWebhooks, when set, runs once, after the first process serves
-	// the webhooks, and fails that Start (and every later one) if it
-	// fails: the suite waits there until v1beta1 Apps, which only the
-	// conversion webhook serves, are admitted.
-	FirstWebhooks func(ctx context.Context) error
 
-	firstWebhooks    sync.Once
-	firstWebhooksErr error
-	spawner          *controlplane.Spawner
+	spawner *controlplane.Spawner
 	client  *http.Client
 	mu      sync.Mutex
 	names   map[string]int
@@ -236,13 +229,6 @@ func (l *Launcher) start(ctx context.Context, name string, extraArgs []string) (
 			<-p.Done()
 			l.Webhooks.Remove(p.WebhookAddr)
 		}()
-		if l.FirstWebhooks != nil {
-			l.firstWebhooks.Do(func() { l.firstWebhooksErr = l.FirstWebhooks(ctx) })
-			if l.firstWebhooksErr != nil {
-				_ = p.Stop(5 * time.Second)
-				return p, fmt.Errorf("after manager %s served the webhooks: %w", name, l.firstWebhooksErr)
-			}
-		}
 	}
 	return p, nil
 }

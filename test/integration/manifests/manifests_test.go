@@ -423,8 +423,17 @@ func TestWebhooksFailClosedAndReachTheManager(t *testing.T) {
 		if h.TimeoutSeconds == nil || *h.TimeoutSeconds > 5 {
 			t.Errorf("webhook %s: timeoutSeconds %v, want at most 5", h.Name, h.TimeoutSeconds)
 		}
-		if h.MatchPolicy == nil || *h.MatchPolicy != admissionregistrationv1.Equivalent {
-			t.Errorf("webhook %s: matchPolicy %v, want Equivalent", h.Name, h.MatchPolicy)
+		// Apps are matched at the version sent, both listed: a request
+		// through v1, the stored version, needs no conversion to be matched.
+		wantPolicy := admissionregistrationv1.Equivalent
+		if strings.HasSuffix(h.Name, ".apps.ingress.example.com") {
+			wantPolicy = admissionregistrationv1.Exact
+			if len(h.Rules) != 1 || !slices.Equal(h.Rules[0].APIVersions, []string{"v1beta1", "v1"}) {
+				t.Errorf("webhook %s: rules %v, want one for v1beta1 and v1", h.Name, h.Rules)
+			}
+		}
+		if h.MatchPolicy == nil || *h.MatchPolicy != wantPolicy {
+			t.Errorf("webhook %s: matchPolicy %v, want %s", h.Name, ptr.Deref(h.MatchPolicy, ""), wantPolicy)
 		}
 		if len(h.AdmissionReviewVersions) != 1 || h.AdmissionReviewVersions[0] != "v1" {
 			t.Errorf("webhook %s: admissionReviewVersions %v, want [v1]", h.Name, h.AdmissionReviewVersions)
