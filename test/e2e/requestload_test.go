@@ -70,9 +70,9 @@ type requestLoad struct {
 	// server's own watch cache of v1beta1 then converts every App it reads
 	// from etcd and fails, though no client request needs it.
 	conversionFailuresExpected bool
-	started time.Time
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	started                    time.Time
+	cancel                     context.CancelFunc
+	wg                         sync.WaitGroup
 
 	mu       sync.Mutex
 	stopped  time.Time
