@@ -56,7 +56,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 )
 
 func main() {
@@ -96,7 +96,7 @@ func run(ctx context.Context, httpAddress, ingressDomain, appSelector string, qp
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
-	if err := appv1beta1.AddToScheme(scheme); err != nil {
+	if err := appv1.AddToScheme(scheme); err != nil {
 		return err
 	}
 	// The documented way to keep the cache to what the operator manages.
@@ -108,7 +108,7 @@ func run(ctx context.Context, httpAddress, ingressDomain, appSelector string, qp
 		LeaderElection:         false,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&appsv1.Deployment{}: managed, &corev1.Service{}: managed, &networkingv1.Ingress{}: managed,
-			&appv1beta1.App{}: {Label: apps},
+			&appv1.App{}: {Label: apps},
 		}},
 	})
 	if err != nil {
@@ -116,7 +116,7 @@ func run(ctx context.Context, httpAddress, ingressDomain, appSelector string, qp
 	}
 	r := &appReconciler{Client: mgr.GetClient(), scheme: scheme, ingressDomain: ingressDomain}
 	if err := ctrl.NewControllerManagedBy(mgr).
-		For(&appv1beta1.App{}).
+		For(&appv1.App{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.Ingress{}).

@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 )
 
 // The labels of controllers/app's children (pkg/controller.ManagedByLabel
@@ -59,7 +59,7 @@ type appReconciler struct {
 }
 
 func (r *appReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var app appv1beta1.App
+	var app appv1.App
 	if err := r.Get(ctx, req.NamespacedName, &app); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -73,7 +73,7 @@ func (r *appReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("Deployment: %w", err)
 	}
-	if app.Spec.EnableService {
+	if app.Spec.WantsService() {
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: app.Name, Namespace: app.Namespace}}
 		if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, svc, func() error {
 			mutateService(&app, svc)
@@ -83,7 +83,7 @@ func (r *appReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 	}
 	var host string
-	if app.Spec.EnableIngress {
+	if app.Spec.WantsIngress() {
 		host = r.host(&app)
 		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: app.Name, Namespace: app.Namespace}}
 		if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, ing, func() error {
@@ -108,7 +108,7 @@ func (r *appReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	return ctrl.Result{}, nil
 }
 
-func (r *appReconciler) host(app *appv1beta1.App) string {
+func (r *appReconciler) host(app *appv1.App) string {
 	domain := strings.Trim(r.ingressDomain, ".")
 	if domain == "" {
 		return ""
@@ -116,14 +116,14 @@ func (r *appReconciler) host(app *appv1beta1.App) string {
 	return fmt.Sprintf("%s.%s.%s", app.Name, app.Namespace, domain)
 }
 
-func port(app *appv1beta1.App) int32 {
+func port(app *appv1.App) int32 {
 	if app.Spec.Port == 0 {
 		return 80
 	}
 	return app.Spec.Port
 }
 
-func childLabels(app *appv1beta1.App) map[string]string {
+func childLabels(app *appv1.App) map[string]string {
 	return map[string]string{nameLabel: app.Name, appLabel: app.Name, managedByLabel: managedByValue}
 }
 
@@ -137,7 +137,7 @@ func mergeLabels(obj *metav1.ObjectMeta, want map[string]string) {
 
 // mutateDeployment sets only the fields the App decides; the server's
 // defaults and other writers' fields stay, so an unchanged App is no update.
-func mutateDeployment(app *appv1beta1.App, d *appsv1.Deployment) {
+func mutateDeployment(app *appv1.App, d *appsv1.Deployment) {
 	mergeLabels(&d.ObjectMeta, childLabels(app))
 	if d.CreationTimestamp.IsZero() { // the selector is immutable
 		d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{appLabel: app.Name}}
@@ -166,7 +166,7 @@ func mutateDeployment(app *appv1beta1.App, d *appsv1.Deployment) {
 	}
 }
 
-func mutateService(app *appv1beta1.App, s *corev1.Service) {
+func mutateService(app *appv1.App, s *corev1.Service) {
 	mergeLabels(&s.ObjectMeta, childLabels(app))
 	s.Spec.Type = corev1.ServiceTypeClusterIP
 	s.Spec.Selector = map[string]string{appLabel: app.Name}
@@ -178,7 +178,7 @@ func mutateService(app *appv1beta1.App, s *corev1.Service) {
 	sp.Port, sp.TargetPort, sp.Protocol = p, intstr.FromInt32(p), corev1.ProtocolTCP
 }
 
-func mutateIngress(app *appv1beta1.App, host string, ing *networkingv1.Ingress) {
+func mutateIngress(app *appv1.App, host string, ing *networkingv1.Ingress) {
 	mergeLabels(&ing.ObjectMeta, childLabels(app))
 	prefix := networkingv1.PathTypePrefix
 	ing.Spec.Rules = []networkingv1.IngressRule{{
@@ -194,7 +194,7 @@ func mutateIngress(app *appv1beta1.App, host string, ing *networkingv1.Ingress) 
 
 // desiredStatus is the App's status from its Deployment, with the
 // conditions the benchmark's detector reads (Degraded=False, Ready).
-func desiredStatus(app *appv1beta1.App, d *appsv1.Deployment, host string) appv1beta1.AppStatus {
+func desiredStatus(app *appv1.App, d *appsv1.Deployment, host string) appv1.AppStatus {
 	s := *app.Status.DeepCopy()
 	s.ObservedGeneration = app.Generation
 	s.Replicas, s.ReadyReplicas, s.AvailableReplicas = d.Status.Replicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas
@@ -203,17 +203,17 @@ func desiredStatus(app *appv1beta1.App, d *appsv1.Deployment, host string) appv1
 	if host != "" {
 		s.URL = "http://" + host + "/"
 	}
-	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: appv1beta1.ConditionDegraded, Status: metav1.ConditionFalse,
-		Reason: appv1beta1.ReasonAsExpected, Message: "All children are as desired", ObservedGeneration: app.Generation})
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: appv1.ConditionDegraded, Status: metav1.ConditionFalse,
+		Reason: appv1.ReasonAsExpected, Message: "All children are as desired", ObservedGeneration: app.Generation})
 	want := int32(1)
 	if d.Spec.Replicas != nil {
 		want = *d.Spec.Replicas
 	}
-	ready := metav1.Condition{Type: appv1beta1.ConditionReady, Status: metav1.ConditionFalse,
-		Reason: appv1beta1.ReasonReplicasUnavailable, Message: fmt.Sprintf("%d of %d replicas available", d.Status.AvailableReplicas, want),
+	ready := metav1.Condition{Type: appv1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: appv1.ReasonReplicasUnavailable, Message: fmt.Sprintf("%d of %d replicas available", d.Status.AvailableReplicas, want),
 		ObservedGeneration: app.Generation}
 	if d.Status.ObservedGeneration == d.Generation && d.Status.AvailableReplicas >= want && d.Generation > 0 {
-		ready.Status, ready.Reason = metav1.ConditionTrue, appv1beta1.ReasonAvailable
+		ready.Status, ready.Reason = metav1.ConditionTrue, appv1.ReasonAvailable
 	}
 	meta.SetStatusCondition(&s.Conditions, ready)
 	return s
