@@ -73,6 +73,8 @@ type Controller struct {
 
 	consistency *controller.ConsistencyStore
 	now         func() time.Time
+	// storage, when set, migrates the stored Apps (MigrateStorage).
+	storage *storageMigration
 }
 
 // NewController builds the controller and registers its event handlers on

@@ -21,7 +21,7 @@ import "github.com/ndsl/controller-manager/pkg/controller"
 // Role is the RBAC the App controller needs.
 var Role = controller.Role{
 	Summary: "The App controller: reads Apps and writes their status; owns a Deployment, " +
-		"a Service and an Ingress per App, named after it; reads their pods.",
+		"a Service and an Ingress per App, named after it; reads their pods; moves the stored Apps to the CRD's storage version.",
 	Rules: []controller.Rule{
 		{APIGroups: []string{"ingress.example.com"}, Resources: []string{"apps"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"ingress.example.com"}, Resources: []string{"apps/status"}, Verbs: []string{"update"}},
@@ -40,5 +40,12 @@ var Role = controller.Role{
 			APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: controller.ChildVerbs},
 		controller.EventsRule,
+		{Why: "Storage version migration, once after an upgrade that changed the Apps' storage version: " +
+			"the controller reads the CRD's storage and stored versions, rewrites every App through apps/status, " +
+			"then records the storage version as the only one stored.",
+			APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"},
+			ResourceNames: []string{CRDName}, Verbs: []string{"get"}},
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions/status"},
+			ResourceNames: []string{CRDName}, Verbs: []string{"update"}},
 	},
 }

@@ -136,7 +136,11 @@ func clusterRole(name string, role controller.Role, labels string) string {
 		if r.Why != "" {
 			b.WriteString(comment("  ", r.Why))
 		}
-		fmt.Fprintf(&b, "  - apiGroups: %s\n    resources: %s\n    verbs: %s\n", list(r.APIGroups), list(r.Resources), list(r.Verbs))
+		fmt.Fprintf(&b, "  - apiGroups: %s\n    resources: %s\n", list(r.APIGroups), list(r.Resources))
+		if len(r.ResourceNames) > 0 {
+			fmt.Fprintf(&b, "    resourceNames: %s\n", list(r.ResourceNames))
+		}
+		fmt.Fprintf(&b, "    verbs: %s\n", list(r.Verbs))
 	}
 	return b.String()
 }

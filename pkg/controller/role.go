@@ -33,7 +33,9 @@ type Role struct {
 type Rule struct {
 	APIGroups []string
 	Resources []string
-	Verbs     []string
+	// ResourceNames, when set, limits the rule to the objects so named.
+	ResourceNames []string
+	Verbs         []string
 	// Why, when set, says why the rule is needed, above it.
 	Why string
 }
@@ -50,7 +52,7 @@ var EventsRule = Rule{APIGroups: []string{""}, Resources: []string{"events"}, Ve
 func (r Role) PolicyRules() []rbacv1.PolicyRule {
 	out := make([]rbacv1.PolicyRule, len(r.Rules))
 	for i, rule := range r.Rules {
-		out[i] = rbacv1.PolicyRule{APIGroups: rule.APIGroups, Resources: rule.Resources, Verbs: rule.Verbs}
+		out[i] = rbacv1.PolicyRule{APIGroups: rule.APIGroups, Resources: rule.Resources, ResourceNames: rule.ResourceNames, Verbs: rule.Verbs}
 	}
 	return out
 }

@@ -21,6 +21,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -40,6 +41,7 @@ import (
 	crdinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions"
 	"github.com/ndsl/controller-manager/pkg/ha"
 	"github.com/ndsl/controller-manager/pkg/leaseguard"
+	"github.com/ndsl/controller-manager/pkg/shard"
 	"github.com/ndsl/controller-manager/pkg/shardclient"
 )
 
@@ -64,6 +66,8 @@ type ControllerContext struct {
 	// a controller (<controller>-<i>-of-<n>): its queue's and its clients'.
 	// Empty otherwise.
 	Unit string
+	// Shard is that shard unit's range; nil for a whole controller.
+	Shard *shard.Shard
 
 	// factories are the set's: InformerFactory, CRDInformerFactory and
 	// MetadataInformerFactory, and the filtered ones by name.
@@ -106,6 +110,12 @@ func (c ControllerContext) UnitName(controller string) string {
 // KubeClient returns a clientset for the named controller.
 func (c ControllerContext) KubeClient(controller string) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(c.ClientConfig(controller))
+}
+
+// APIExtensionsClient returns a clientset for CustomResourceDefinitions,
+// for the named controller.
+func (c ControllerContext) APIExtensionsClient(controller string) (apiextensionsclient.Interface, error) {
+	return apiextensionsclient.NewForConfig(c.ClientConfig(controller))
 }
 
 // CRDClient returns a clientset for this project's own API groups, for the
@@ -173,7 +183,7 @@ func (m *Manager) controllerContext(u *ha.Unit) (ControllerContext, error) {
 		return cc, fmt.Errorf("building the metadata informers' client: %w", err)
 	}
 	if u != nil {
-		cc.Unit = u.Name
+		cc.Unit, cc.Shard = u.Name, u.Shard
 		lists := shardclient.NewLists(*u.Shard, m.descriptor(u.Controller).ShardKeys)
 		kubeClient, crdClient = shardclient.Kube(kubeClient, lists), shardclient.CRD(crdClient, lists)
 	}

@@ -186,7 +186,7 @@ func newAppController(_ context.Context, cc ControllerContext) (Controller, erro
 	// Services carry no ingress/ annotation, so the Ingress controller's
 	// informer does not hold them.
 	managed := cc.ManagedInformerFactory()
-	return appcontroller.NewController(
+	c, err := appcontroller.NewController(
 		cc.CRDInformerFactory.App().V1().Apps(),
 		managed.Apps().V1().Deployments(),
 		managed.Core().V1().Services(),
@@ -197,4 +197,23 @@ func newAppController(_ context.Context, cc ControllerContext) (Controller, erro
 		cc.EventRecorder(appcontroller.ControllerName),
 		opts,
 	)
+	if err != nil {
+		return nil, err
+	}
+	// Exactly one unit migrates the stored Apps, under its Lease: the whole
+	// controller, or with --shards the unit of shard 0. Its clients, like
+	// every controller's own, are not sharded (only a shard unit's
+	// informers are), so it lists every App.
+	if cc.Shard == nil || cc.Shard.Index == 0 {
+		crds, err := cc.APIExtensionsClient(opts.Name)
+		if err != nil {
+			return nil, err
+		}
+		apps, err := cc.CRDClient(opts.Name)
+		if err != nil {
+			return nil, err
+		}
+		c.MigrateStorage(crds.ApiextensionsV1().CustomResourceDefinitions(), apps)
+	}
+	return c, nil
 }

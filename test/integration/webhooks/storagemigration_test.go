@@ -17,12 +17,8 @@ limitations under the License.
 package webhooks
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,10 +46,7 @@ type storedObject struct {
 }
 
 func (o storedObject) etcdKey() string {
-	if o.namespace == "" {
-		return fmt.Sprintf("/registry/%s/%s/%s", o.gvr.Group, o.gvr.Resource, o.name)
-	}
-	return fmt.Sprintf("/registry/%s/%s/%s/%s", o.gvr.Group, o.gvr.Resource, o.namespace, o.name)
+	return controlplane.EtcdKey(o.gvr.Group, o.gvr.Resource, o.namespace, o.name)
 }
 
 // The storage-version migration recipe (hack/migrate-storage.sh, issue 23):
@@ -67,11 +60,10 @@ func TestStorageMigrationRecipe(t *testing.T) {
 	defer cancel()
 	ns := framework.CreateNamespace(t, cp.Client)
 	crds := apiextensionsclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
-	crdNames := []string{"apps.ingress.example.com", "pipelines.distri-infer.ndsl.cn"}
-	// Apps as an earlier release stored them: at v1beta1.
-	setStorageVersion(ctx, t, crds, crdNames[0], "v1beta1")
-	t.Cleanup(func() { setStorageVersion(context.Background(), t, crds, crdNames[0], "v1") })
-	waitNewAppsStoredAt(ctx, t, ns, "v1beta1")
+	// Apps stored at v1beta1, as releases before v1 stored them.
+	setStorageVersion(ctx, t, crds, "apps.ingress.example.com", "v1beta1")
+	t.Cleanup(func() { setStorageVersion(context.Background(), t, crds, "apps.ingress.example.com", "v1") })
+	waitAppsStoredAt(ctx, t, ns, "v1beta1")
 
 	objects := []storedObject{
 		{gvr: appsV1beta1, namespace: ns, name: "migrate-a"},
@@ -96,10 +88,12 @@ func TestStorageMigrationRecipe(t *testing.T) {
 	}
 	before := readAll(ctx, t, objects)
 
-	setStorageVersion(ctx, t, crds, crdNames[0], "v1")
-	setStorageVersion(ctx, t, crds, crdNames[1], "v1")
-	t.Cleanup(func() { setStorageVersion(context.Background(), t, crds, crdNames[1], "v1beta1") })
-	waitNewAppsStoredAt(ctx, t, ns, "v1")
+	crdNames := []string{"apps.ingress.example.com", "pipelines.distri-infer.ndsl.cn"}
+	for _, name := range crdNames {
+		setStorageVersion(ctx, t, crds, name, "v1")
+		t.Cleanup(func() { setStorageVersion(context.Background(), t, crds, name, "v1beta1") })
+	}
+	waitAppsStoredAt(ctx, t, ns, "v1")
 	for _, o := range objects {
 		if got := storedAPIVersion(ctx, t, o); got != o.gvr.GroupVersion().String() {
 			t.Fatalf("%s is stored as %s before the script ran, want it still at %s", o.etcdKey(), got, o.gvr.GroupVersion())
@@ -140,12 +134,11 @@ func TestStorageMigrationRecipe(t *testing.T) {
 	}
 }
 
-// waitNewAppsStoredAt waits until a new App is stored at version: the API
+// waitAppsStoredAt waits until a new App is stored at version: the API
 // server reloads a CRD's storage asynchronously.
-func waitNewAppsStoredAt(ctx context.Context, t *testing.T, ns, version string) {
+func waitAppsStoredAt(ctx context.Context, t *testing.T, ns, version string) {
 	t.Helper()
 	probe := storedObject{gvr: appsV1beta1, namespace: ns, name: "migrate-probe"}
-	want := "stored as ingress.example.com/" + version
 	var last string
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_ = dyn.Resource(appsV1beta1).Namespace(ns).Delete(ctx, probe.name, metav1.DeleteOptions{})
@@ -154,11 +147,13 @@ func waitNewAppsStoredAt(ctx context.Context, t *testing.T, ns, version string) 
 			return false, nil
 		}
 		last = "stored as " + storedAPIVersion(ctx, t, probe)
-		return last == want, nil
+		return last == "stored as ingress.example.com/"+version, nil
 	}); err != nil {
-		t.Fatalf("new Apps are not %s after the storage version changed: %v (last: %s)", want, err, last)
+		t.Fatalf("new Apps are not stored at %s after the storage version changed: %v (last: %s)", version, err, last)
 	}
-	_ = dyn.Resource(appsV1beta1).Namespace(ns).Delete(ctx, probe.name, metav1.DeleteOptions{})
+	if err := dyn.Resource(appsV1beta1).Namespace(ns).Delete(ctx, probe.name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // readState is what the migration must not change, and what shows a write.
@@ -229,33 +224,19 @@ func runMigrateStorage(t *testing.T, crds ...string) {
 	}
 }
 
-// storedAPIVersion reads the object's apiVersion as etcd holds it, through
-// etcd's JSON gateway: custom resources are stored as JSON.
+// storedAPIVersion reads the object's apiVersion as etcd holds it: custom
+// resources are stored as JSON.
 func storedAPIVersion(ctx context.Context, t *testing.T, o storedObject) string {
 	t.Helper()
-	body, _ := json.Marshal(map[string]string{"key": base64.StdEncoding.EncodeToString([]byte(o.etcdKey()))})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cp.EtcdURL+"/v3/kv/range", bytes.NewReader(body))
+	value, found, err := cp.EtcdValue(ctx, o.etcdKey())
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("reading %s from etcd: %v", o.etcdKey(), err)
-	}
-	defer resp.Body.Close()
-	var out struct {
-		KVs []struct {
-			Value []byte `json:"value"`
-		} `json:"kvs"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatalf("decoding etcd's answer for %s: %v", o.etcdKey(), err)
-	}
-	if len(out.KVs) != 1 {
+	if !found {
 		return ""
 	}
 	var stored unstructured.Unstructured
-	if err := json.Unmarshal(out.KVs[0].Value, &stored.Object); err != nil {
+	if err := json.Unmarshal(value, &stored.Object); err != nil {
 		t.Fatalf("%s is not JSON in etcd: %v", o.etcdKey(), err)
 	}
 	return stored.GetAPIVersion()

@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,7 +59,8 @@ Usage:
   controller-manager crds release --crd NAME... [--kubeconfig FILE]
       Before the manager goes: leave each CRD serving only its storage
       version, with conversion None (no webhook needed to read or delete its
-      objects), and without the caBundle owner annotation.
+      objects), and without the caBundle owner annotation. Refuses while
+      objects are stored at another version (status.storedVersions).
   controller-manager crds delete --crd NAME... [--kubeconfig FILE]
       Delete the CRDs, and with them every App and Pipeline.
 `
@@ -209,9 +211,10 @@ func waitEstablished(ctx context.Context, crds crdClient, name string) error {
 // releaseCRD leaves crd readable with no webhook: served is not
 // storedVersions, so the API server lets a version stop being served while
 // objects exist, and every read, list and delete is then at the storage
-// version, with nothing to convert. The caBundle goes with the webhook, and
-// with it the certificate writer's managedFields entry; the owner
-// annotation goes too, so that the next install writes its own.
+// version, with nothing to convert. It refuses while status.storedVersions
+// names another version than the storage version. The caBundle goes with
+// the webhook, and with it the certificate writer's managedFields entry;
+// the owner annotation goes too, so that the next install writes its own.
 func releaseCRD(ctx context.Context, crds crdClient, name string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
@@ -232,6 +235,13 @@ func releaseCRD(ctx context.Context, crds crdClient, name string) error {
 		}
 		if storage == "" {
 			return fmt.Errorf("no storage version")
+		}
+		// Objects stored at another version would be read as the storage
+		// version without conversion: wrong data.
+		others := slices.DeleteFunc(slices.Clone(crd.Status.StoredVersions), func(v string) bool { return v == storage })
+		if len(others) > 0 {
+			return fmt.Errorf("objects are still stored as %s (status.storedVersions %v); run the manager until it has migrated them, "+
+				"or hack/migrate-storage.sh, then retry", strings.Join(others, ", "), crd.Status.StoredVersions)
 		}
 		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
 		delete(crd.Annotations, certs.CABundleOwnerAnnotation)
