@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package app is the App controller: an App (ingress.example.com/v1beta1)
+// Package app is the App controller: an App (ingress.example.com/v1, stored)
 // gets a Deployment running its image and, when it asks, a Service and an
 // Ingress, all named after it and controlled by it. The controller applies
 // only what differs from the desired state, with server-side apply, and
