@@ -80,8 +80,9 @@ func stopInClusterManager(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	// Not even a terminating one, which serves the webhooks as a lame duck.
 	eventually(t, time.Minute, "no manager pod left", func(ctx context.Context) (bool, error) {
-		pods, err := liveManagerPods(ctx)
-		return err == nil && len(pods) == 0, err
+		pods, err := cluster.Kube.CoreV1().Pods(framework.ManagerNamespace).List(ctx, metav1.ListOptions{LabelSelector: managerSelector})
+		return err == nil && len(pods.Items) == 0, err
 	})
 }

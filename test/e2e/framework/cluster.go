@@ -255,6 +255,10 @@ func (c *Cluster) WaitAppAdmission(ctx context.Context, version string) error {
 		"metadata": map[string]any{"name": "admission-probe"},
 		"spec":     map[string]any{"image": "nginx:1.27"},
 	}}
+	if version == "v1beta1" {
+		// A Service, which the inverted enable_ingress needs.
+		probe.Object["spec"].(map[string]any)["enable_service"] = true
+	}
 	dyn, err := dynamic.NewForConfig(c.Config)
 	if err != nil {
 		return err
@@ -262,8 +266,11 @@ func (c *Cluster) WaitAppAdmission(ctx context.Context, version string) error {
 	apps := dyn.Resource(appv1.SchemeGroupVersion.WithResource("apps").GroupResource().WithVersion(version)).Namespace(metav1.NamespaceDefault)
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, pollInterval, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, last = apps.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return last == nil, nil
+		_, err := apps.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil || ctx.Err() == nil {
+			last = err // not the deadline's own error, which would hide why
+		}
+		return err == nil, nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for the API server to admit Apps through %s: %w (last: %v)", version, err, last)
