@@ -181,12 +181,52 @@ func applyCRDs(ctx context.Context, crds crdClient, dir string) error {
 		if _, err := crds.Patch(ctx, name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: crdFieldManager, Force: ptr.To(true)}); err != nil {
 			return fmt.Errorf("crds apply: %s: %w", name, err)
 		}
+		if err := releaseVersions(ctx, crds, name); err != nil {
+			return fmt.Errorf("crds apply: %s: %w", name, err)
+		}
 		if err := waitEstablished(ctx, crds, name); err != nil {
 			return err
 		}
 		klog.FromContext(ctx).Info("Applied", "crd", name)
 	}
 	return nil
+}
+
+// releaseVersions drops spec.versions from what this step's apply owns. A
+// helm rollback or upgrade to a chart version that has the CRDs as release
+// resources applies them server-side without forcing: after a release
+// that changed the versions (the Apps' storage version), it would conflict
+// with this step on that atomic list and fail. Each apply here sets the
+// whole list again, so owning it afterwards buys nothing.
+func releaseVersions(ctx context.Context, crds crdClient, name string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for i, entry := range crd.ManagedFields {
+			if entry.Manager != crdFieldManager || entry.Operation != metav1.ManagedFieldsOperationApply || entry.FieldsV1 == nil {
+				continue
+			}
+			var fields map[string]any
+			if err := json.Unmarshal(entry.FieldsV1.Raw, &fields); err != nil {
+				return fmt.Errorf("reading the fields it applied: %w", err)
+			}
+			spec, _ := fields["f:spec"].(map[string]any)
+			if _, ok := spec["f:versions"]; !ok {
+				return nil
+			}
+			delete(spec, "f:versions")
+			raw, err := json.Marshal(fields)
+			if err != nil {
+				return err
+			}
+			crd.ManagedFields[i].FieldsV1 = &metav1.FieldsV1{Raw: raw}
+			_, err = crds.Update(ctx, crd, metav1.UpdateOptions{FieldManager: crdFieldManager})
+			return err
+		}
+		return nil
+	})
 }
 
 func waitEstablished(ctx context.Context, crds crdClient, name string) error {
