@@ -65,3 +65,20 @@ func (cp *ControlPlane) EtcdValue(ctx context.Context, key string) (value []byte
 	}
 	return out.KVs[0].Value, true, nil
 }
+
+// StoredAPIVersion is the apiVersion of the object at key as etcd holds it,
+// the version the API server stored it at (custom resources are stored as
+// JSON); empty when there is no such key.
+func (cp *ControlPlane) StoredAPIVersion(ctx context.Context, key string) (string, error) {
+	value, found, err := cp.EtcdValue(ctx, key)
+	if err != nil || !found {
+		return "", err
+	}
+	var stored struct {
+		APIVersion string `json:"apiVersion"`
+	}
+	if err := json.Unmarshal(value, &stored); err != nil {
+		return "", fmt.Errorf("%s is not JSON in etcd: %w", key, err)
+	}
+	return stored.APIVersion, nil
+}

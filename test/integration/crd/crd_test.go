@@ -52,6 +52,7 @@ import (
 	appapply "github.com/ndsl/controller-manager/pkg/generated/applyconfiguration/app/v1beta1"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
+	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
 // namespace holds the Apps; kube-apiserver creates it at startup.
@@ -80,7 +81,9 @@ func TestCRDs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	installCRDs(ctx, t)
+	if err := framework.InstallCRDs(ctx, cp.Config); err != nil {
+		t.Fatal(err)
+	}
 	typed, err := versioned.NewForConfig(cp.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -640,24 +643,6 @@ func walk(obj map[string]any, path []any) (any, any) {
 		}
 	}
 	return cur, path[len(path)-1]
-}
-
-// installCRDs creates the CRDs listed in manifests/crd/kustomization.yaml,
-// every version served and converted by this process, as manifests/default
-// has the manager convert, and waits until they are established.
-func installCRDs(ctx context.Context, t *testing.T) {
-	t.Helper()
-	crds, err := controlplane.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, caBundle, err := controlplane.ServeConversion()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := controlplane.InstallCRDs(ctx, cp.Config, controlplane.WithConversion(crds, url, caBundle)); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func otherVersion(v string) string {

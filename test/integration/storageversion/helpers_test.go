@@ -96,18 +96,11 @@ func upgradeCRD(ctx context.Context, t *testing.T, crds apiextensionsclient.Inte
 // has no such App.
 func storedAPIVersion(ctx context.Context, t *testing.T, app types.NamespacedName) string {
 	t.Helper()
-	value, found, err := cp.EtcdValue(ctx, controlplane.EtcdKey(appv1.GroupName, "apps", app.Namespace, app.Name))
+	version, err := cp.StoredAPIVersion(ctx, controlplane.EtcdKey(appv1.GroupName, "apps", app.Namespace, app.Name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !found {
-		return ""
-	}
-	var stored metav1.TypeMeta
-	if err := json.Unmarshal(value, &stored); err != nil {
-		t.Fatalf("App %s is not JSON in etcd: %v", app, err)
-	}
-	return stored.APIVersion
+	return version
 }
 
 // waitStoredAt waits until new Apps are stored at version: the API server

@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -31,8 +30,6 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,7 +41,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	appconversion "github.com/ndsl/controller-manager/apis/app/conversion"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
@@ -145,60 +141,15 @@ func installWebhooks() error {
 	return installPolicies(ctx)
 }
 
-// installCRDs creates the CRDs of manifests/crd with a conversion webhook at
-// url and v1 served, as manifests/default's kustomize patches do with a
-// Service.
+// installCRDs creates the CRDs of manifests/crd converting through the
+// webhook server at url, every version served, as manifests/default's
+// kustomize patches do with a Service.
 func installCRDs(ctx context.Context, url string, caBundle []byte) error {
-	root, err := controlplane.RepoRoot()
+	crds, err := controlplane.CRDs()
 	if err != nil {
 		return err
 	}
-	cs, err := apiextensionsclient.NewForConfig(cp.Config)
-	if err != nil {
-		return err
-	}
-	for file, path := range map[string]string{
-		"ingress.example.com_apps.yaml":       webhook.PathConvertApps,
-		"distri-infer.ndsl.cn_pipelines.yaml": webhook.PathConvertPipelines,
-	} {
-		data, err := os.ReadFile(filepath.Join(root, "manifests", "crd", file))
-		if err != nil {
-			return err
-		}
-		var crd apiextensionsv1.CustomResourceDefinition
-		if err := yaml.UnmarshalStrict(data, &crd); err != nil {
-			return fmt.Errorf("parsing %s: %w", file, err)
-		}
-		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
-			Strategy: apiextensionsv1.WebhookConverter,
-			Webhook: &apiextensionsv1.WebhookConversion{
-				ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: ptr.To(url + path), CABundle: caBundle},
-				ConversionReviewVersions: []string{"v1"},
-			},
-		}
-		for i := range crd.Spec.Versions {
-			crd.Spec.Versions[i].Served = true // manifests/crd serves v1 only with the webhook
-		}
-		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, &crd, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
-		}
-		err = pollUntil(ctx, func(ctx context.Context) (bool, error) {
-			got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			for _, c := range got.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("waiting for CRD %s: %w", crd.Name, err)
-		}
-	}
-	return nil
+	return controlplane.InstallCRDs(ctx, cp.Config, controlplane.WithConversion(crds, url, caBundle))
 }
 
 func clientConfig(url, path string, caBundle []byte) admissionregistrationv1.WebhookClientConfig {

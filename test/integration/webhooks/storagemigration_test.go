@@ -29,7 +29,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -228,16 +227,9 @@ func runMigrateStorage(t *testing.T, crds ...string) {
 // resources are stored as JSON.
 func storedAPIVersion(ctx context.Context, t *testing.T, o storedObject) string {
 	t.Helper()
-	value, found, err := cp.EtcdValue(ctx, o.etcdKey())
+	version, err := cp.StoredAPIVersion(ctx, o.etcdKey())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !found {
-		return ""
-	}
-	var stored unstructured.Unstructured
-	if err := json.Unmarshal(value, &stored.Object); err != nil {
-		t.Fatalf("%s is not JSON in etcd: %v", o.etcdKey(), err)
-	}
-	return stored.GetAPIVersion()
+	return version
 }
