@@ -120,7 +120,7 @@ func TestInClusterHelmUninstallAndReinstallElsewhere(t *testing.T) {
 	var objs []keptObject
 	for _, ns := range []string{kept, doomed} {
 		createApp(t, ns, newApp("at-v1beta1", 1, true))
-		createAtV1(t, dyn, appAtV1(ns, "at-v1"))
+		createRetrying(t, dyn, appAtV1(ns, "at-v1"))
 		objs = append(objs, keptObject{appsCRD, "apps", ns, "at-v1beta1"}, keptObject{appsCRD, "apps", ns, "at-v1"})
 	}
 	pipelines := createPipelines(t, dyn, suffix(kept))
@@ -180,6 +180,7 @@ func TestInClusterHelmUninstallAndReinstallElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDeploymentRolledOut(t, otherNamespace, framework.ManagerDeploymentName, u.newImage)
+	rolledOut := time.Now()
 	t.Logf("helm install %s into %s: rolled out in %v", otherRelease, otherNamespace, time.Since(began).Round(100*time.Millisecond))
 	for _, crd := range []string{appsCRD, pipelinesCRD} {
 		got := getCRD(t, crd)
@@ -194,12 +195,20 @@ func TestInClusterHelmUninstallAndReinstallElsewhere(t *testing.T) {
 		}
 	}
 
+	// Apps are stored at v1: a new App at v1beta1 is the first request that
+	// needs the new install's conversion webhook. The API server reaches it
+	// once it has the CRD's new caBundle and the Service's new endpoints,
+	// shortly after the rollout.
 	fresh := newNamespace(t)
-	createAtV1(t, dyn, appAtV1(fresh, "after-reinstall"))
+	beta := newApp("after-reinstall-v1beta1", 1, true)
+	beta.Namespace, beta.APIVersion, beta.Kind = fresh, appv1beta1.SchemeGroupVersion.String(), "App"
+	createRetrying(t, dyn, toUnstructured(beta))
+	t.Logf("conversion through the reinstall answered %v after its rollout", time.Since(rolledOut).Round(100*time.Millisecond))
+	createRetrying(t, dyn, appAtV1(fresh, "after-reinstall"))
 	objs = slices.DeleteFunc(objs, func(o keptObject) bool { return o.namespace == doomed })
-	objs = append(objs, keptObject{appsCRD, "apps", fresh, "after-reinstall"})
+	objs = append(objs, keptObject{appsCRD, "apps", fresh, "after-reinstall-v1beta1"}, keptObject{appsCRD, "apps", fresh, "after-reinstall"})
 	readAtVersions(t, dyn, objs, "after the reinstall", []string{"v1beta1", "v1"})
-	waitAppsReady(t, fresh, 1, convergeTimeout)
+	waitAppsReady(t, fresh, 2, convergeTimeout)
 	waitAppsReady(t, kept, 2, convergeTimeout)
 }
 
@@ -222,9 +231,9 @@ func toUnstructured(obj runtime.Object) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: m}
 }
 
-// createAtV1 creates obj, of a v1 API, through the conversion webhook,
-// retrying until the API server can call it.
-func createAtV1(t *testing.T, dyn dynamic.Interface, obj *unstructured.Unstructured) {
+// createRetrying creates obj, at a version that may need the conversion
+// webhook, retrying until the API server can call it.
+func createRetrying(t *testing.T, dyn dynamic.Interface, obj *unstructured.Unstructured) {
 	t.Helper()
 	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
 	if err != nil {
@@ -272,7 +281,7 @@ func createPipelines(t *testing.T, dyn dynamic.Interface, suffix string) []strin
 		v1.Spec.Steps[i].Replicas = ptr.To[int32](1)
 	}
 	deletePipelineAtEnd(t, v1.Name)
-	createAtV1(t, dyn, toUnstructured(&v1))
+	createRetrying(t, dyn, toUnstructured(&v1))
 	return []string{beta.Name, v1.Name}
 }
 
