@@ -124,7 +124,7 @@ func TestRefusal(t *testing.T) {
 		{p: pipeline("pipeline", "/home/aiedge", "nginx", "evil:1"), wantReason: pipelinev1beta1.ReasonImageNotAllowed,
 			wantMsg: "step b: image evil:1 (docker.io/library/evil:1) is not allowed for Pipelines; allowed prefixes (--pipeline-allowed-images): docker.io/library/nginx; nothing is created"},
 	} {
-		reason, err := o.refusal(tc.p, tc.p.Spec.Namespace)
+		reason, err := o.refusal(stored(tc.p), tc.p.Spec.Namespace)
 		if reason != tc.wantReason || (err == nil) != (tc.wantMsg == "") || (err != nil && err.Error() != tc.wantMsg) {
 			t.Errorf("refusal(%+v) = %q, %v; want %q, %q", tc.p.Spec, reason, err, tc.wantReason, tc.wantMsg)
 		}

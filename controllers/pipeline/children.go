@@ -37,7 +37,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -53,7 +53,7 @@ const (
 	// pods by; its value is the step's child name (StepName). It is in the
 	// Pipeline API's own domain, so only this manager writes it and no pod
 	// of another tool (a Helm release, an Argo CD application) matches.
-	LabelStepChild = pipelinev1beta1.GroupName + "/step"
+	LabelStepChild = pipelinev1.GroupName + "/step"
 
 	labelName = "app.kubernetes.io/name"
 )
@@ -63,14 +63,14 @@ const (
 // selects the pods by them.
 const (
 	// AnnotationPipeline is the name of the Pipeline the pod serves.
-	AnnotationPipeline = pipelinev1beta1.GroupName + "/pipeline"
+	AnnotationPipeline = pipelinev1.GroupName + "/pipeline"
 	// AnnotationModel is the model the pod serves.
-	AnnotationModel = pipelinev1beta1.GroupName + "/model"
+	AnnotationModel = pipelinev1.GroupName + "/model"
 )
 
 // AnnotationVolumeUID, on the model claim, is the UID of the volume
 // reserved for it.
-const AnnotationVolumeUID = pipelinev1beta1.GroupName + "/volume-uid"
+const AnnotationVolumeUID = pipelinev1.GroupName + "/volume-uid"
 
 // The fixed parts of the children.
 const (
@@ -106,17 +106,23 @@ type children struct {
 	services    []*corev1ac.ServiceApplyConfiguration    // one per step, in step order
 }
 
-// targetNamespace is where the Pipeline's namespaced children live.
-func targetNamespace(p *pipelinev1beta1.Pipeline, defaultNamespace string) string {
-	if p.Spec.Namespace != "" {
-		return p.Spec.Namespace
+// childNamespace is where the Pipeline's namespaced children live.
+func childNamespace(p *pipelinev1.Pipeline, defaultNamespace string) string {
+	return namespaceOr(p.Spec.Namespace, defaultNamespace)
+}
+
+// namespaceOr is a Pipeline's spec.namespace, or defaultNamespace when it
+// is empty.
+func namespaceOr(specNamespace, defaultNamespace string) string {
+	if specNamespace != "" {
+		return specNamespace
 	}
 	return defaultNamespace
 }
 
 // desiredChildren is every child the Pipeline asks for, in namespace, its
 // step pods at level.
-func desiredChildren(p *pipelinev1beta1.Pipeline, namespace string, level PodSecurityLevel) children {
+func desiredChildren(p *pipelinev1.Pipeline, namespace string, level PodSecurityLevel) children {
 	c := children{
 		// The claim's UID is known once the claim exists: sync adds it.
 		volume: desiredPersistentVolume(p, namespace, ""),
@@ -144,7 +150,7 @@ func desiredNamespace(name string) *corev1.Namespace {
 // UID is claimUID (claimRef): by name alone, the binder would bind it to
 // any claim of that name, another team's made before it, or one made after
 // the Pipeline's is gone. Retain keeps the models when the Pipeline goes.
-func desiredPersistentVolume(p *pipelinev1beta1.Pipeline, namespace string, claimUID types.UID) *corev1ac.PersistentVolumeApplyConfiguration {
+func desiredPersistentVolume(p *pipelinev1.Pipeline, namespace string, claimUID types.UID) *corev1ac.PersistentVolumeApplyConfiguration {
 	name := storageName(p, namespace)
 	ms := &p.Spec.ModelStorage
 	claimRef := corev1ac.ObjectReference().WithNamespace(namespace).WithName(name)
@@ -165,17 +171,17 @@ func desiredPersistentVolume(p *pipelinev1beta1.Pipeline, namespace string, clai
 				// csi-driver-nfs's ID format, {server}#{share}#{subDir}#{uuid}:
 				// the volume's name as the uuid makes it unique per volume, so
 				// the old and the new volume of a storage change differ.
-				WithVolumeHandle(strings.Join([]string{ms.NFSServer(), ms.NFSShare(), p.Name, name}, "#")).
+				WithVolumeHandle(strings.Join([]string{ms.NFSServer(), ms.NFSPath(), p.Name, name}, "#")).
 				WithVolumeAttributes(map[string]string{
 					"server": ms.NFSServer(),
-					"share":  ms.NFSShare(),
+					"share":  ms.NFSPath(),
 					"subDir": p.Name,
 				})))
 }
 
 // desiredPersistentVolumeClaim binds to the volume by name; the empty storage
 // class keeps the default class's provisioner away from it.
-func desiredPersistentVolumeClaim(p *pipelinev1beta1.Pipeline, namespace string) *corev1ac.PersistentVolumeClaimApplyConfiguration {
+func desiredPersistentVolumeClaim(p *pipelinev1.Pipeline, namespace string) *corev1ac.PersistentVolumeClaimApplyConfiguration {
 	name := storageName(p, namespace)
 	return corev1ac.PersistentVolumeClaim(name, namespace).
 		WithLabels(storageLabels(p)).
@@ -193,7 +199,7 @@ func desiredPersistentVolumeClaim(p *pipelinev1beta1.Pipeline, namespace string)
 // volume at /data and the address of the next step in DST, its pods built
 // to pass PodSecurity level. They get no API token: a model server needs
 // no access to the API server.
-func desiredDeployment(p *pipelinev1beta1.Pipeline, namespace string, i int, level PodSecurityLevel) *appsv1ac.DeploymentApplyConfiguration {
+func desiredDeployment(p *pipelinev1.Pipeline, namespace string, i int, level PodSecurityLevel) *appsv1ac.DeploymentApplyConfiguration {
 	step := p.Spec.Steps[i]
 	name := StepName(p.Name, step.Model)
 	port := listenPort(p)
@@ -223,7 +229,7 @@ func desiredDeployment(p *pipelinev1beta1.Pipeline, namespace string, i int, lev
 			WithPorts(corev1ac.ContainerPort().WithName(portName).WithContainerPort(port).WithProtocol(corev1.ProtocolTCP)).
 			WithVolumeMounts(corev1ac.VolumeMount().WithName(volumeName).WithMountPath(ModelMountPath)).
 			WithSecurityContext(containerSecurityContext(level)))
-	if affinity := nodeAffinity(stepLocations(step)); affinity != nil {
+	if affinity := nodeAffinity(stepNodes(step)); affinity != nil {
 		pod.WithAffinity(affinity)
 	}
 	spec := appsv1ac.DeploymentSpec().
@@ -243,7 +249,7 @@ func desiredDeployment(p *pipelinev1beta1.Pipeline, namespace string, i int, lev
 }
 
 // desiredService exposes step i (0-based) on the listen port.
-func desiredService(p *pipelinev1beta1.Pipeline, namespace string, i int) *corev1ac.ServiceApplyConfiguration {
+func desiredService(p *pipelinev1.Pipeline, namespace string, i int) *corev1ac.ServiceApplyConfiguration {
 	step := p.Spec.Steps[i]
 	port := listenPort(p)
 	name := StepName(p.Name, step.Model)
@@ -261,9 +267,9 @@ func desiredService(p *pipelinev1beta1.Pipeline, namespace string, i int) *corev
 
 // controllerRef makes the Pipeline the controller of a child (cluster-scoped
 // owners may own namespaced dependents).
-func controllerRef(p *pipelinev1beta1.Pipeline) *metav1ac.OwnerReferenceApplyConfiguration {
+func controllerRef(p *pipelinev1.Pipeline) *metav1ac.OwnerReferenceApplyConfiguration {
 	return metav1ac.OwnerReference().
-		WithAPIVersion(pipelinev1beta1.SchemeGroupVersion.String()).
+		WithAPIVersion(pipelinev1.SchemeGroupVersion.String()).
 		WithKind("Pipeline").
 		WithName(p.Name).
 		WithUID(p.UID).
@@ -275,7 +281,7 @@ func controllerRef(p *pipelinev1beta1.Pipeline) *metav1ac.OwnerReferenceApplyCon
 // derives, as Services and NetworkPolicies select pods by label. No
 // app.kubernetes.io/instance: that is Helm's release label and Argo CD's
 // tracking label, and applying it would fight them.
-func podLabels(p *pipelinev1beta1.Pipeline, i int) map[string]string {
+func podLabels(p *pipelinev1.Pipeline, i int) map[string]string {
 	return map[string]string{
 		LabelStep:                 strconv.Itoa(i + 1),
 		LabelStepChild:            StepName(p.Name, p.Spec.Steps[i].Model),
@@ -287,7 +293,7 @@ func podLabels(p *pipelinev1beta1.Pipeline, i int) map[string]string {
 // and the Pipeline's name, which the controller lists its children by. The
 // name is safe there: nothing selects Deployments or Services to grant
 // anything, and Pipelines are cluster-scoped, so no other Pipeline has it.
-func stepLabels(p *pipelinev1beta1.Pipeline, i int) map[string]string {
+func stepLabels(p *pipelinev1.Pipeline, i int) map[string]string {
 	labels := podLabels(p, i)
 	labels[LabelPipeline] = pipelineLabelValue(p.Name)
 	return labels
@@ -300,7 +306,7 @@ func stepSelector(name string) map[string]string {
 	return map[string]string{LabelStepChild: name}
 }
 
-func storageLabels(p *pipelinev1beta1.Pipeline) map[string]string {
+func storageLabels(p *pipelinev1.Pipeline) map[string]string {
 	return map[string]string{
 		LabelPipeline:             pipelineLabelValue(p.Name),
 		labelName:                 storageAppName,
@@ -308,11 +314,11 @@ func storageLabels(p *pipelinev1beta1.Pipeline) map[string]string {
 	}
 }
 
-// stepLocations merges location and locations, dropping empty names and
-// duplicates and keeping the order they are written in.
-func stepLocations(step pipelinev1beta1.PipelineStep) []string {
+// stepNodes is the step's nodeNames (v1beta1's location, then locations)
+// without empty names and duplicates, in the order they are written in.
+func stepNodes(step pipelinev1.PipelineStep) []string {
 	var nodes []string
-	for _, n := range append([]string{step.Location}, step.Locations...) {
+	for _, n := range step.NodeNames {
 		if n != "" && !slices.Contains(nodes, n) {
 			nodes = append(nodes, n)
 		}
@@ -321,10 +327,10 @@ func stepLocations(step pipelinev1beta1.PipelineStep) []string {
 }
 
 // pipelineNodes is every node some step of the Pipeline is pinned to.
-func pipelineNodes(p *pipelinev1beta1.Pipeline) []string {
+func pipelineNodes(p *pipelinev1.Pipeline) []string {
 	var nodes []string
 	for _, step := range p.Spec.Steps {
-		for _, n := range stepLocations(step) {
+		for _, n := range stepNodes(step) {
 			if !slices.Contains(nodes, n) {
 				nodes = append(nodes, n)
 			}
@@ -374,14 +380,14 @@ func stepImage(image string) string {
 	return named.String()
 }
 
-func listenPort(p *pipelinev1beta1.Pipeline) int32 {
+func listenPort(p *pipelinev1.Pipeline) int32 {
 	if p.Spec.ListenPort > 0 {
 		return p.Spec.ListenPort
 	}
 	return defaultListenPort
 }
 
-func storageSize(p *pipelinev1beta1.Pipeline) resource.Quantity {
+func storageSize(p *pipelinev1.Pipeline) resource.Quantity {
 	if s := p.Spec.ModelStorage.Size; s != nil {
 		return s.DeepCopy()
 	}
@@ -420,14 +426,22 @@ func StepName(pipelineName, model string) string {
 // hash covers everything the volume's immutable spec and the claim's binding
 // depend on, so that a change of namespace, server, share or size gets a new
 // volume and claim instead of an update the API server would refuse.
-func storageName(p *pipelinev1beta1.Pipeline, namespace string) string {
+func storageName(p *pipelinev1.Pipeline, namespace string) string {
 	ms := &p.Spec.ModelStorage
 	size := storageSize(p)
-	// The effective type: the name stays the same wherever the type is written.
+	// The type as v1beta1 spells it, wherever it was written there: the
+	// name stays the same in either version.
+	var storageType string
+	if ms.NFS != nil {
+		storageType = nfsStorageType
+	}
 	return dnsLabel(p.Name+"-models", strings.Join([]string{
-		namespace, string(ms.EffectiveType()), ms.NFSServer(), ms.NFSShare(), size.String(),
+		namespace, storageType, ms.NFSServer(), ms.NFSPath(), size.String(),
 	}, "\x00"))
 }
+
+// nfsStorageType is v1beta1's modelStorage type of an NFS share.
+const nfsStorageType = "nfs"
 
 // nameHashLen is the length of the hex hash suffix of generated names: 64
 // bits, so that nobody can search for a collision with another Pipeline's.
@@ -480,7 +494,7 @@ func hexHash(s string, n int) string {
 // order) a Deployment and a Service, with the default flags in a namespace
 // not enforcing restricted. The scale benchmark's raw measurement creates
 // exactly these.
-func DesiredChildren(p *pipelinev1beta1.Pipeline, namespace string) (*corev1.PersistentVolume, *corev1.PersistentVolumeClaim, []*appsv1.Deployment, []*corev1.Service) {
+func DesiredChildren(p *pipelinev1.Pipeline, namespace string) (*corev1.PersistentVolume, *corev1.PersistentVolumeClaim, []*appsv1.Deployment, []*corev1.Service) {
 	c := desiredChildren(p, namespace, PodSecurityBaseline)
 	deployments := make([]*appsv1.Deployment, len(c.deployments))
 	services := make([]*corev1.Service, len(c.services))

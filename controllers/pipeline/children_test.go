@@ -28,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
+	"github.com/ndsl/controller-manager/apis/pipeline/conversion"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
@@ -55,6 +57,16 @@ func samplePipeline() *pipelinev1beta1.Pipeline {
 	}
 }
 
+// stored is p as the controller reads it: converted to v1, the stored
+// version, as the API server has the conversion webhook do.
+func stored(p *pipelinev1beta1.Pipeline) *pipelinev1.Pipeline {
+	out := &pipelinev1.Pipeline{}
+	if err := conversion.V1beta1ToV1(p, out); err != nil {
+		panic(err)
+	}
+	return out
+}
+
 func envMap(env []corev1.EnvVar) map[string]string {
 	m := map[string]string{}
 	for _, e := range env {
@@ -63,14 +75,16 @@ func envMap(env []corev1.EnvVar) map[string]string {
 	return m
 }
 
+// The controller (v1) and the webhook (v1beta1) put the children in the
+// same namespace.
 func TestTargetNamespace(t *testing.T) {
 	p := samplePipeline()
-	if got := targetNamespace(p, "pipeline"); got != "pipeline" {
-		t.Errorf("without spec.namespace: %q, want the default", got)
+	if got, v1 := targetNamespace(p, "pipeline"), childNamespace(stored(p), "pipeline"); got != "pipeline" || v1 != got {
+		t.Errorf("without spec.namespace: %q (v1 %q), want the default", got, v1)
 	}
 	p.Spec.Namespace = "inference"
-	if got := targetNamespace(p, "pipeline"); got != "inference" {
-		t.Errorf("with spec.namespace: %q, want inference", got)
+	if got, v1 := targetNamespace(p, "pipeline"), childNamespace(stored(p), "pipeline"); got != "inference" || v1 != got {
+		t.Errorf("with spec.namespace: %q (v1 %q), want inference", got, v1)
 	}
 }
 
@@ -141,10 +155,11 @@ func TestDesiredDeployments(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := samplePipeline()
+			in := samplePipeline()
 			if tc.mutate != nil {
-				tc.mutate(p)
+				tc.mutate(in)
 			}
+			p := stored(in)
 			d := mustTyped[appsv1.Deployment](desiredDeployment(p, "ns", tc.step, PodSecurityBaseline))
 			if d.Name != tc.wantName || d.Namespace != "ns" {
 				t.Errorf("name = %s/%s, want ns/%s", d.Namespace, d.Name, tc.wantName)
@@ -153,7 +168,7 @@ func TestDesiredDeployments(t *testing.T) {
 				t.Error("Deployment is not controlled by the Pipeline")
 			}
 			ref := metav1.GetControllerOf(d)
-			if ref.APIVersion != "distri-infer.ndsl.cn/v1beta1" || ref.Kind != "Pipeline" || !ptr.Deref(ref.BlockOwnerDeletion, false) {
+			if ref.APIVersion != "distri-infer.ndsl.cn/v1" || ref.Kind != "Pipeline" || !ptr.Deref(ref.BlockOwnerDeletion, false) {
 				t.Errorf("owner reference = %+v", ref)
 			}
 			// The pods carry only labels the manager derives; the
@@ -224,7 +239,7 @@ func TestDesiredDeployments(t *testing.T) {
 }
 
 func TestDesiredService(t *testing.T) {
-	p := samplePipeline()
+	p := stored(samplePipeline())
 	p.Spec.ListenPort = 7000
 	s := mustTyped[corev1.Service](desiredService(p, "ns", 1))
 	d := mustTyped[appsv1.Deployment](desiredDeployment(p, "ns", 1, PodSecurityBaseline))
@@ -246,7 +261,7 @@ func TestDesiredService(t *testing.T) {
 }
 
 func TestDesiredStorage(t *testing.T) {
-	p := samplePipeline()
+	p := stored(samplePipeline())
 	pv := mustTyped[corev1.PersistentVolume](desiredPersistentVolume(p, "ns", "claim-uid"))
 	pvc := mustTyped[corev1.PersistentVolumeClaim](desiredPersistentVolumeClaim(p, "ns"))
 	if pv.Name != pvc.Name || pvc.Namespace != "ns" || pv.Namespace != "" {
@@ -290,22 +305,22 @@ func TestDesiredStorage(t *testing.T) {
 	}
 
 	// Everything the volume's immutable source depends on renames it.
-	for name, mutate := range map[string]func(p *pipelinev1beta1.Pipeline, ns *string){
-		"namespace": func(_ *pipelinev1beta1.Pipeline, ns *string) { *ns = "other" },
-		"server":    func(p *pipelinev1beta1.Pipeline, _ *string) { p.Spec.ModelStorage.CSIParameter["server"] = "10.0.0.1" },
-		"share":     func(p *pipelinev1beta1.Pipeline, _ *string) { p.Spec.ModelStorage.CSIParameter["share"] = "/other" },
-		"size": func(p *pipelinev1beta1.Pipeline, _ *string) {
+	for name, mutate := range map[string]func(p *pipelinev1.Pipeline, ns *string){
+		"namespace": func(_ *pipelinev1.Pipeline, ns *string) { *ns = "other" },
+		"server":    func(p *pipelinev1.Pipeline, _ *string) { p.Spec.ModelStorage.NFS.Server = "10.0.0.1" },
+		"path":      func(p *pipelinev1.Pipeline, _ *string) { p.Spec.ModelStorage.NFS.Path = "/other" },
+		"size": func(p *pipelinev1.Pipeline, _ *string) {
 			p.Spec.ModelStorage.Size = ptr.To(resource.MustParse("20Gi"))
 		},
 	} {
-		changed, ns := samplePipeline(), "ns"
+		changed, ns := stored(samplePipeline()), "ns"
 		mutate(changed, &ns)
 		if storageName(changed, ns) == pv.Name {
 			t.Errorf("changing the %s keeps the storage name %s", name, pv.Name)
 		}
 	}
 	// The default size and an explicit 10Gi are the same volume.
-	unset := samplePipeline()
+	unset := stored(samplePipeline())
 	unset.Spec.ModelStorage.Size = nil
 	if storageName(unset, "ns") != pv.Name {
 		t.Error("the defaulted size renames the volume")
@@ -402,7 +417,7 @@ func TestStepNamesOfEverySplitDiffer(t *testing.T) {
 func TestStorageAndLabelValues(t *testing.T) {
 	long := strings.Repeat("a", 200) + ".example.com"
 	for _, name := range []string{"facedetection-pipeline", "1st", "a.b", long} {
-		p := samplePipeline()
+		p := stored(samplePipeline())
 		p.Name = name
 		storage := storageName(p, "some-namespace")
 		if errs := validation.IsDNS1035Label(storage); len(errs) > 0 {
@@ -421,9 +436,9 @@ func TestStorageAndLabelValues(t *testing.T) {
 }
 
 func TestPipelineNodes(t *testing.T) {
-	p := samplePipeline()
-	p.Spec.Steps[1].Locations = []string{"xx-test-node236", "node-x", ""}
-	got := strings.Join(pipelineNodes(p), ",")
+	in := samplePipeline()
+	in.Spec.Steps[1].Locations = []string{"xx-test-node236", "node-x", ""}
+	got := strings.Join(pipelineNodes(stored(in)), ",")
 	if got != "xx-test-node236,xx-test-node239,node-x" {
 		t.Errorf("pipelineNodes = %s", got)
 	}
@@ -438,5 +453,27 @@ func TestOptionsValidate(t *testing.T) {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
+	}
+}
+
+// Existing children keep their names and sources when the controller moves
+// from v1beta1 to v1: the values are what the v1beta1 controller computed
+// for the design notes' sample (with locations beside location).
+func TestNamesAsTheV1beta1ControllerHadThem(t *testing.T) {
+	in := samplePipeline()
+	in.Spec.Steps[1].Locations = []string{"xx-test-node236", "node-x", ""}
+	p := stored(in)
+	const storage = "facedetection-pipeline-models-ea1188399c6bd6cf"
+	if got := storageName(p, "ns"); got != storage {
+		t.Errorf("storageName = %s, want %s", got, storage)
+	}
+	pv := mustTyped[corev1.PersistentVolume](desiredPersistentVolume(p, "ns", "claim-uid"))
+	if got, want := pv.Spec.CSI.VolumeHandle, "192.168.20.235#/home/aiedge/csiTest#facedetection-pipeline#"+storage; got != want {
+		t.Errorf("volume handle = %s, want %s", got, want)
+	}
+	d := mustTyped[appsv1.Deployment](desiredDeployment(p, "ns", 1, PodSecurityBaseline))
+	nodes := d.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Values
+	if got := strings.Join(nodes, ","); got != "xx-test-node239,xx-test-node236,node-x" {
+		t.Errorf("step 2's nodes = %s, want xx-test-node239,xx-test-node236,node-x", got)
 	}
 }

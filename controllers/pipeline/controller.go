@@ -15,9 +15,11 @@ limitations under the License.
 */
 
 // Package pipeline is the Pipeline controller: a cluster-scoped Pipeline
-// becomes an NFS PersistentVolume and its claim, and per step a Deployment and
-// a Service pinned to the step's nodes, chained by the DST environment
-// variable. Status reports what was observed at the end of every reconcile.
+// (distri-infer.ndsl.cn/v1, stored) becomes an NFS PersistentVolume and its
+// claim, and per step a Deployment and a Service pinned to the step's nodes,
+// chained by the DST environment variable. Status reports what was observed
+// at the end of every reconcile. The validating webhook judges requests as
+// v1beta1, the design notes' version, whichever version they were sent in.
 package pipeline
 
 import (
@@ -38,11 +40,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
-	pipelineinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions/pipeline/v1beta1"
-	pipelinelisters "github.com/ndsl/controller-manager/pkg/generated/listers/pipeline/v1beta1"
+	pipelineinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions/pipeline/v1"
+	pipelinelisters "github.com/ndsl/controller-manager/pkg/generated/listers/pipeline/v1"
 )
 
 // ControllerName is the name used by --controllers, the queue and metrics.
@@ -78,11 +80,11 @@ const (
 // The resources the controller writes without a child adapter, as its
 // consistency store knows them.
 var (
-	pipelinesResource  = pipelinev1beta1.Resource("pipelines")
+	pipelinesResource  = pipelinev1.Resource("pipelines")
 	namespacesResource = corev1.Resource("namespaces")
 )
 
-var pipelineGroupKind = pipelinev1beta1.Kind("Pipeline")
+var pipelineGroupKind = pipelinev1.Kind("Pipeline")
 
 // Controller keeps the children of every Pipeline.
 type Controller struct {
@@ -106,6 +108,8 @@ type Controller struct {
 	services    *controller.Services
 
 	consistency *controller.ConsistencyStore
+	// storage, when set, migrates the stored Pipelines (MigrateStorage).
+	storage *storageMigration
 }
 
 // NewController builds the controller and registers its event handlers and
@@ -239,8 +243,8 @@ func pipelineHandler(q controller.Queue) cache.ResourceEventHandlerDetailedFuncs
 	h := controller.EnqueueObject(q)
 	enqueue := h.UpdateFunc
 	h.UpdateFunc = func(oldObj, newObj any) {
-		o, okOld := oldObj.(*pipelinev1beta1.Pipeline)
-		n, okNew := newObj.(*pipelinev1beta1.Pipeline)
+		o, okOld := oldObj.(*pipelinev1.Pipeline)
+		n, okNew := newObj.(*pipelinev1.Pipeline)
 		if okOld && okNew && o.Generation == n.Generation && !controller.IsResync(oldObj, newObj) {
 			return
 		}
@@ -251,7 +255,7 @@ func pipelineHandler(q controller.Queue) cache.ResourceEventHandlerDetailedFuncs
 
 // indexByNode is the node index function.
 func indexByNode(obj any) ([]string, error) {
-	p, ok := obj.(*pipelinev1beta1.Pipeline)
+	p, ok := obj.(*pipelinev1.Pipeline)
 	if !ok {
 		return nil, nil
 	}
@@ -271,7 +275,7 @@ func (c *Controller) pipelinesIndexed(index, value string) []controller.Key {
 	}
 	keys := make([]controller.Key, 0, len(objs))
 	for _, obj := range objs {
-		if p, ok := obj.(*pipelinev1beta1.Pipeline); ok {
+		if p, ok := obj.(*pipelinev1.Pipeline); ok {
 			keys = append(keys, controller.Key{Name: p.Name})
 		}
 	}
@@ -281,7 +285,7 @@ func (c *Controller) pipelinesIndexed(index, value string) []controller.Key {
 // indexByChild is the child index function.
 func indexByChild(defaultNamespace string) cache.IndexFunc {
 	return func(obj any) ([]string, error) {
-		p, ok := obj.(*pipelinev1beta1.Pipeline)
+		p, ok := obj.(*pipelinev1.Pipeline)
 		if !ok {
 			return nil, nil
 		}
@@ -290,8 +294,8 @@ func indexByChild(defaultNamespace string) cache.IndexFunc {
 }
 
 // wantedChildKeys are the childKeys of every child p wants.
-func wantedChildKeys(p *pipelinev1beta1.Pipeline, defaultNamespace string) []string {
-	namespace := targetNamespace(p, defaultNamespace)
+func wantedChildKeys(p *pipelinev1.Pipeline, defaultNamespace string) []string {
+	namespace := childNamespace(p, defaultNamespace)
 	storage := storageName(p, namespace)
 	keys := []string{childKey(kindVolume, "", storage), childKey(kindClaim, namespace, storage)}
 	for _, s := range p.Spec.Steps {
@@ -317,11 +321,11 @@ func (c *Controller) pipelinesWanting(kind string) func(obj metav1.Object) []con
 // indexByNamespace is the namespace index function.
 func indexByNamespace(defaultNamespace string) cache.IndexFunc {
 	return func(obj any) ([]string, error) {
-		p, ok := obj.(*pipelinev1beta1.Pipeline)
+		p, ok := obj.(*pipelinev1.Pipeline)
 		if !ok {
 			return nil, nil
 		}
-		return []string{targetNamespace(p, defaultNamespace)}, nil
+		return []string{childNamespace(p, defaultNamespace)}, nil
 	}
 }
 

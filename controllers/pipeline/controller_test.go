@@ -24,7 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -46,8 +46,8 @@ func TestPipelineHandlerSkipsStatusOnlyUpdates(t *testing.T) {
 	q := testQueue()
 	defer q.ShutDown()
 	h := pipelineHandler(q)
-	at := func(rv string, generation int64) *pipelinev1beta1.Pipeline {
-		return &pipelinev1beta1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: rv, Generation: generation}}
+	at := func(rv string, generation int64) *pipelinev1.Pipeline {
+		return &pipelinev1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: rv, Generation: generation}}
 	}
 	h.OnUpdate(at("1", 1), at("2", 1)) // status write: skipped
 	if got := drain(q); len(got) != 0 {
@@ -63,14 +63,13 @@ func TestPipelineHandlerSkipsStatusOnlyUpdates(t *testing.T) {
 
 func TestNodeIndexFindsPipelinesByLocation(t *testing.T) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{nodeIndex: indexByNode})
-	a := samplePipeline() // xx-test-node236, xx-test-node239
+	a := stored(samplePipeline()) // xx-test-node236, xx-test-node239
 	a.Name = "a"
-	b := samplePipeline()
+	b := stored(samplePipeline())
 	b.Name = "b"
 	b.Spec.Steps = b.Spec.Steps[:1]
-	b.Spec.Steps[0].Location = ""
-	b.Spec.Steps[0].Locations = []string{"node-x", "xx-test-node239"}
-	for _, p := range []*pipelinev1beta1.Pipeline{a, b} {
+	b.Spec.Steps[0].NodeNames = []string{"node-x", "xx-test-node239"}
+	for _, p := range []*pipelinev1.Pipeline{a, b} {
 		if err := indexer.Add(p); err != nil {
 			t.Fatal(err)
 		}
@@ -98,12 +97,12 @@ func TestNodeIndexFindsPipelinesByLocation(t *testing.T) {
 // target namespace, and nothing else.
 func TestChildIndexFindsPipelinesByWantedChild(t *testing.T) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{childIndex: indexByChild("pipeline")})
-	a := samplePipeline() // steps facedetection-1 and -2, in the default namespace
+	a := stored(samplePipeline()) // steps facedetection-1 and -2, in the default namespace
 	a.Name = "a"
-	b := samplePipeline()
+	b := stored(samplePipeline())
 	b.Name, b.Spec.Namespace = "b", "elsewhere"
 	b.Spec.Steps = b.Spec.Steps[:1]
-	for _, p := range []*pipelinev1beta1.Pipeline{a, b} {
+	for _, p := range []*pipelinev1.Pipeline{a, b} {
 		if err := indexer.Add(p); err != nil {
 			t.Fatal(err)
 		}

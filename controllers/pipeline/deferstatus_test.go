@@ -55,7 +55,7 @@ func statusWrites(actions []clienttesting.Action) int {
 // its repeat writes nothing. A failed create is written at once.
 func TestStatusWaitsForTheCreatedChildren(t *testing.T) {
 	ctx := context.Background()
-	p := samplePipeline()
+	p := stored(samplePipeline())
 	p.Spec.Namespace = "models"
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "models", ResourceVersion: "1"}}
 	nodes := []runtime.Object{
@@ -65,7 +65,7 @@ func TestStatusWaitsForTheCreatedChildren(t *testing.T) {
 	kube, crd := kubefake.NewClientset(append(nodes, ns)...), crdfake.NewSimpleClientset(p)
 	kubeFactory := kubeinformers.NewSharedInformerFactory(kube, 0)
 	crdFactory := crdinformers.NewSharedInformerFactory(crd, 0)
-	pipelines := crdFactory.Pipeline().V1beta1().Pipelines()
+	pipelines := crdFactory.Pipeline().V1().Pipelines()
 	deployments, services := kubeFactory.Apps().V1().Deployments(), kubeFactory.Core().V1().Services()
 	claims, volumes := kubeFactory.Core().V1().PersistentVolumeClaims(), kubeFactory.Core().V1().PersistentVolumes()
 	namespaces, nodeInformer := metadataInformers()
@@ -140,7 +140,7 @@ func TestStatusWaitsForTheCreatedChildren(t *testing.T) {
 // A reconcile whose create fails for a reason that is not transient writes
 // the status at once, with what it did create.
 func TestStatusOfAFailedCreateIsWrittenAtOnce(t *testing.T) {
-	p := samplePipeline()
+	p := stored(samplePipeline())
 	p.Spec.Namespace = "models"
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "models", ResourceVersion: "1"}}
 	kube, crd := kubefake.NewClientset(ns), crdfake.NewSimpleClientset(p)
@@ -149,7 +149,7 @@ func TestStatusOfAFailedCreateIsWrittenAtOnce(t *testing.T) {
 	})
 	kubeFactory := kubeinformers.NewSharedInformerFactory(kube, 0)
 	crdFactory := crdinformers.NewSharedInformerFactory(crd, 0)
-	pipelines := crdFactory.Pipeline().V1beta1().Pipelines()
+	pipelines := crdFactory.Pipeline().V1().Pipelines()
 	namespaces, nodes := metadataInformers()
 	opts := DefaultOptions()
 	opts.AllowedNamespaces = []string{AnyNamespace}

@@ -83,7 +83,7 @@ func applied(t *testing.T, desired any, live *appsv1.Deployment) *appsv1.Deploym
 }
 
 func TestDeploymentDrift(t *testing.T) {
-	p := samplePipeline()
+	p := stored(samplePipeline())
 	desired := desiredDeployment(p, "ns", 0, PodSecurityBaseline)
 	live := applied(t, desired, serverDefaultedDeployment(mustTyped[appsv1.Deployment](desired)))
 	if !upToDate(t, desired, live) {
@@ -116,9 +116,9 @@ func TestDeploymentDrift(t *testing.T) {
 	// The first step that stops being first loses BEGIN; a step that loses
 	// its locations loses its affinity: the desired fields change, so the
 	// controller applies, and the apply drops what it no longer sets.
-	reordered := samplePipeline()
+	reordered := stored(samplePipeline())
 	reordered.Spec.Steps[0], reordered.Spec.Steps[1] = reordered.Spec.Steps[1], reordered.Spec.Steps[0]
-	reordered.Spec.Steps[1].Location = ""
+	reordered.Spec.Steps[1].NodeNames = nil
 	reordered.Spec.Steps[1].Image = "nginx:1.27"
 	want := desiredDeployment(reordered, "ns", 1, PodSecurityBaseline)
 	if *want.GetName() != *desired.GetName() {
@@ -136,8 +136,8 @@ func TestDeploymentDrift(t *testing.T) {
 	if got := mustTyped[appsv1.Deployment](want).Labels[LabelStep]; got != "2" {
 		t.Errorf("step label = %s, want 2", got)
 	}
-	unpinned := samplePipeline()
-	unpinned.Spec.Steps[0].Location = ""
+	unpinned := stored(samplePipeline())
+	unpinned.Spec.Steps[0].NodeNames = nil
 	if upToDate(t, desiredDeployment(unpinned, "ns", 0, PodSecurityBaseline), live) {
 		t.Error("losing its locations is not drift: the affinity this manager applied would stay")
 	}
@@ -152,7 +152,7 @@ func TestDeploymentDrift(t *testing.T) {
 }
 
 func TestServiceDrift(t *testing.T) {
-	desired := desiredService(samplePipeline(), "ns", 0)
+	desired := desiredService(stored(samplePipeline()), "ns", 0)
 	live := mustTyped[corev1.Service](desired)
 	live.Spec.ClusterIP, live.Spec.ClusterIPs = "10.96.0.10", []string{"10.96.0.10"}
 	live.Spec.Type = corev1.ServiceTypeClusterIP
@@ -176,7 +176,7 @@ func TestServiceDrift(t *testing.T) {
 }
 
 func TestStorageDrift(t *testing.T) {
-	p := samplePipeline()
+	p := stored(samplePipeline())
 	pv := desiredPersistentVolume(p, "ns", "claim-uid")
 	live := mustTyped[corev1.PersistentVolume](pv)
 	// The binder completes the claim reference; the finalizer and phase are not ours.

@@ -34,7 +34,7 @@ import (
 // The storage name ends in 64 bits of hash (16 hex digits), so nobody can
 // search for another Pipeline's name offline.
 func TestStorageNameHashHas64Bits(t *testing.T) {
-	name := storageName(samplePipeline(), "ns")
+	name := storageName(stored(samplePipeline()), "ns")
 	if !regexp.MustCompile(`-[0-9a-f]{16}$`).MatchString(name) {
 		t.Errorf("storageName = %q, want it to end in 16 hex digits", name)
 	}
@@ -43,7 +43,7 @@ func TestStorageNameHashHas64Bits(t *testing.T) {
 // Two PVs of one Pipeline (the old and the new during a storage change) get
 // different CSI volume handles.
 func TestVolumeHandleIsUniquePerVolume(t *testing.T) {
-	p := samplePipeline()
+	p := stored(samplePipeline())
 	old := mustTyped[corev1.PersistentVolume](desiredPersistentVolume(p, "ns", "claim-uid"))
 	moved := mustTyped[corev1.PersistentVolume](desiredPersistentVolume(p, "other", "claim-uid"))
 	if old.Spec.CSI.VolumeHandle == moved.Spec.CSI.VolumeHandle {
@@ -58,7 +58,7 @@ func TestVolumeHandleIsUniquePerVolume(t *testing.T) {
 // teams' Services and NetworkPolicies select pods by label. The author's
 // strings are annotations.
 func TestStepPodLabelsCarryNoAuthorStrings(t *testing.T) {
-	p := samplePipeline()
+	p := stored(samplePipeline())
 	p.Name = "frontend"
 	p.Spec.Steps[0].Model = "payments"
 	d := mustTyped[appsv1.Deployment](desiredDeployment(p, "ns", 0, PodSecurityBaseline))
@@ -81,7 +81,7 @@ func TestStepPodLabelsCarryNoAuthorStrings(t *testing.T) {
 // What the allowlist checked is what the Deployment runs: the normalised
 // reference.
 func TestDeploymentRunsTheNormalisedImage(t *testing.T) {
-	p := samplePipeline()
+	p := stored(samplePipeline())
 	p.Spec.Steps[0].Image = "nginx:1.27"
 	p.Spec.Steps[1].Image = "registry.example.com/team/model@sha256:" + strings.Repeat("a", 64)
 	for i, want := range []string{"docker.io/library/nginx:1.27", p.Spec.Steps[1].Image} {
@@ -109,7 +109,7 @@ func TestImageWithoutRepositoryIsRefused(t *testing.T) {
 // A step mounts the claim only when the claim and its volume are both the
 // Pipeline's and name each other.
 func TestMountBlocker(t *testing.T) {
-	p := samplePipeline()
+	p := stored(samplePipeline())
 	name := storageName(p, "ns")
 	ours := func() observed {
 		pv := mustTyped[corev1.PersistentVolume](desiredPersistentVolume(p, "ns", "claim-uid"))

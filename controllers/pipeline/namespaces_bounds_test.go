@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 )
 
@@ -85,8 +86,8 @@ func TestDirsOverlap(t *testing.T) {
 
 // The older Pipeline wins; a tie in creationTimestamp goes to the name.
 func TestOlderPipeline(t *testing.T) {
-	at := func(name string, sec int64) *pipelinev1beta1.Pipeline {
-		return &pipelinev1beta1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(time.Unix(sec, 0))}}
+	at := func(name string, sec int64) *pipelinev1.Pipeline {
+		return &pipelinev1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(time.Unix(sec, 0))}}
 	}
 	if !olderPipeline(at("z", 1), at("a", 2)) || olderPipeline(at("a", 2), at("z", 1)) {
 		t.Error("the earlier creationTimestamp must win")
@@ -164,10 +165,10 @@ func TestValidatorWithoutNamespacePolicy(t *testing.T) {
 // step, and a negative bound is a bad flag.
 func TestMaxReplicas(t *testing.T) {
 	o := DefaultOptions()
-	p := samplePipeline()
+	p := stored(samplePipeline())
 	p.Spec.Steps[0].Replicas = ptr.To[int32](101)
 	reason, err := o.refusal(p, o.DefaultNamespace)
-	if reason != pipelinev1beta1.ReasonTooManyReplicas || err == nil || !strings.Contains(err.Error(), "asks for 101 replicas, more than the 100 allowed (--pipeline-max-replicas)") {
+	if reason != pipelinev1.ReasonTooManyReplicas || err == nil || !strings.Contains(err.Error(), "asks for 101 replicas, more than the 100 allowed (--pipeline-max-replicas)") {
 		t.Errorf("refusal = %q, %v; want TooManyReplicas", reason, err)
 	}
 	o.MaxReplicas = 0

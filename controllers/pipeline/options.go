@@ -26,7 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -100,13 +100,13 @@ func (o *Options) namespaceRefusal(namespace string) error {
 	return fmt.Errorf("namespace %s is not allowed for Pipelines (--pipeline-allowed-namespaces)", namespace)
 }
 
-// replicasRefusal says why step may not run: it asks for more replicas
-// than maxReplicas.
-func replicasRefusal(maxReplicas int32, step pipelinev1beta1.PipelineStep) error {
-	if maxReplicas == 0 || step.Replicas == nil || *step.Replicas <= maxReplicas {
+// tooManyReplicas says why the step serving model may not run: it asks
+// for more replicas than maxReplicas.
+func tooManyReplicas(maxReplicas int32, model string, replicas *int32) error {
+	if maxReplicas == 0 || replicas == nil || *replicas <= maxReplicas {
 		return nil
 	}
-	return fmt.Errorf("step %s asks for %d replicas, more than the %d allowed (--pipeline-max-replicas)", step.Model, *step.Replicas, maxReplicas)
+	return fmt.Errorf("step %s asks for %d replicas, more than the %d allowed (--pipeline-max-replicas)", model, *replicas, maxReplicas)
 }
 
 // refusal says why the controller must write nothing for p, whose children
@@ -116,22 +116,22 @@ func replicasRefusal(maxReplicas int32, step pipelinev1beta1.PipelineStep) error
 // so that one fix at a time shows.
 // A forbidden image refuses the whole Pipeline: its steps form one chain,
 // and half a chain serves nothing.
-func (o *Options) refusal(p *pipelinev1beta1.Pipeline, namespace string) (string, error) {
+func (o *Options) refusal(p *pipelinev1.Pipeline, namespace string) (string, error) {
 	if err := o.namespaceRefusal(namespace); err != nil {
-		return pipelinev1beta1.ReasonNamespaceNotAllowed, fmt.Errorf("%w; nothing is created", err)
+		return pipelinev1.ReasonNamespaceNotAllowed, fmt.Errorf("%w; nothing is created", err)
 	}
 	ms := &p.Spec.ModelStorage
-	if err := nfsRefusal(o.AllowedNFS, ms.NFSServer(), ms.NFSShare()); err != nil {
-		return pipelinev1beta1.ReasonStorageNotAllowed, fmt.Errorf("%w; nothing is created", err)
+	if err := nfsRefusal(o.AllowedNFS, ms.NFSServer(), ms.NFSPath()); err != nil {
+		return pipelinev1.ReasonStorageNotAllowed, fmt.Errorf("%w; nothing is created", err)
 	}
 	for _, step := range p.Spec.Steps {
 		if err := imageRefusal(o.AllowedImages, step.Image); err != nil {
-			return pipelinev1beta1.ReasonImageNotAllowed, fmt.Errorf("step %s: %w; nothing is created", step.Model, err)
+			return pipelinev1.ReasonImageNotAllowed, fmt.Errorf("step %s: %w; nothing is created", step.Model, err)
 		}
 	}
 	for _, step := range p.Spec.Steps {
-		if err := replicasRefusal(o.MaxReplicas, step); err != nil {
-			return pipelinev1beta1.ReasonTooManyReplicas, fmt.Errorf("%w; nothing is created", err)
+		if err := tooManyReplicas(o.MaxReplicas, step.Model, step.Replicas); err != nil {
+			return pipelinev1.ReasonTooManyReplicas, fmt.Errorf("%w; nothing is created", err)
 		}
 	}
 	return "", nil

@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -34,13 +34,18 @@ import (
 // so of two such Pipelines only the older gets children. Servers are not
 // compared: one server has many names.
 
-// storageDir is the directory p's volume mounts, "" without an NFS share.
-func storageDir(p *pipelinev1beta1.Pipeline) string {
-	share := p.Spec.ModelStorage.NFSShare()
+// modelDir is the directory p's volume mounts, "" without an NFS share.
+func modelDir(p *pipelinev1.Pipeline) string {
+	return shareDir(p.Spec.ModelStorage.NFSPath(), p.Name)
+}
+
+// shareDir is the directory the Pipeline called name mounts on the export
+// share, "" without a share.
+func shareDir(share, name string) string {
 	if share == "" {
 		return ""
 	}
-	return path.Clean(share + "/" + p.Name)
+	return path.Clean(share + "/" + name)
 }
 
 // dirsOverlap reports whether a and b are the same directory or one holds
@@ -51,7 +56,7 @@ func dirsOverlap(a, b string) bool {
 
 // olderPipeline reports whether a was created before b, the name breaking
 // ties (timestamps have seconds), so that the order is total and stable.
-func olderPipeline(a, b *pipelinev1beta1.Pipeline) bool {
+func olderPipeline(a, b *pipelinev1.Pipeline) bool {
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 		return a.CreationTimestamp.Before(&b.CreationTimestamp)
 	}
@@ -60,9 +65,9 @@ func olderPipeline(a, b *pipelinev1beta1.Pipeline) bool {
 
 // storageOverlap names the oldest Pipeline older than p whose directory
 // overlaps p's, nil when there is none.
-func (c *Controller) storageOverlap(p *pipelinev1beta1.Pipeline) error {
-	dir := storageDir(p)
-	var oldest *pipelinev1beta1.Pipeline
+func (c *Controller) storageOverlap(p *pipelinev1.Pipeline) error {
+	dir := modelDir(p)
+	var oldest *pipelinev1.Pipeline
 	for _, q := range c.overlapping(dir) {
 		if q.Name != p.Name && olderPipeline(q, p) && (oldest == nil || olderPipeline(q, oldest)) {
 			oldest = q
@@ -71,7 +76,7 @@ func (c *Controller) storageOverlap(p *pipelinev1beta1.Pipeline) error {
 	if oldest == nil {
 		return nil
 	}
-	other := storageDir(oldest)
+	other := modelDir(oldest)
 	how := "is inside"
 	switch {
 	case other == dir:
@@ -87,7 +92,7 @@ func (c *Controller) storageOverlap(p *pipelinev1beta1.Pipeline) error {
 // few and cluster-scoped: a list of the cache is cheap. A shard's cache
 // holds its own range only (--shards): across shards, the webhook, which
 // lists them all, is what refuses an overlap.
-func (c *Controller) overlapping(dir string) []*pipelinev1beta1.Pipeline {
+func (c *Controller) overlapping(dir string) []*pipelinev1.Pipeline {
 	if dir == "" {
 		return nil
 	}
@@ -95,9 +100,9 @@ func (c *Controller) overlapping(dir string) []*pipelinev1beta1.Pipeline {
 	if err != nil {
 		return nil
 	}
-	var found []*pipelinev1beta1.Pipeline
+	var found []*pipelinev1.Pipeline
 	for _, q := range all {
-		if dirsOverlap(dir, storageDir(q)) {
+		if dirsOverlap(dir, modelDir(q)) {
 			found = append(found, q)
 		}
 	}
@@ -108,8 +113,8 @@ func (c *Controller) overlapping(dir string) []*pipelinev1beta1.Pipeline {
 // appears, moves or goes: the younger of two may now get its children, or
 // lose the right to new ones.
 func (c *Controller) overlapHandler() cache.ResourceEventHandlerDetailedFuncs {
-	enqueue := func(p *pipelinev1beta1.Pipeline) {
-		for _, q := range c.overlapping(storageDir(p)) {
+	enqueue := func(p *pipelinev1.Pipeline) {
+		for _, q := range c.overlapping(modelDir(p)) {
 			if q.Name != p.Name {
 				c.Queue.Add(controller.Key{Name: q.Name})
 			}
@@ -117,14 +122,14 @@ func (c *Controller) overlapHandler() cache.ResourceEventHandlerDetailedFuncs {
 	}
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, isInInitialList bool) {
-			if p, ok := obj.(*pipelinev1beta1.Pipeline); ok && !isInInitialList {
+			if p, ok := obj.(*pipelinev1.Pipeline); ok && !isInInitialList {
 				enqueue(p)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			o, okOld := oldObj.(*pipelinev1beta1.Pipeline)
-			n, okNew := newObj.(*pipelinev1beta1.Pipeline)
-			if okOld && okNew && storageDir(o) != storageDir(n) {
+			o, okOld := oldObj.(*pipelinev1.Pipeline)
+			n, okNew := newObj.(*pipelinev1.Pipeline)
+			if okOld && okNew && modelDir(o) != modelDir(n) {
 				enqueue(o)
 				enqueue(n)
 			}
@@ -133,7 +138,7 @@ func (c *Controller) overlapHandler() cache.ResourceEventHandlerDetailedFuncs {
 			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tombstone.Obj
 			}
-			if p, ok := obj.(*pipelinev1beta1.Pipeline); ok {
+			if p, ok := obj.(*pipelinev1.Pipeline); ok {
 				enqueue(p)
 			}
 		},

@@ -22,52 +22,39 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 )
 
 // phaseOf sums the conditions up in the design notes' one word: Failed
 // while Degraded, Running while Ready, Pending otherwise.
-func phaseOf(conditions []metav1.Condition) pipelinev1beta1.Phase {
+func phaseOf(conditions []metav1.Condition) pipelinev1.Phase {
 	switch {
-	case meta.IsStatusConditionTrue(conditions, pipelinev1beta1.ConditionDegraded):
-		return pipelinev1beta1.PhaseFailed
-	case meta.IsStatusConditionTrue(conditions, pipelinev1beta1.ConditionReady):
-		return pipelinev1beta1.PhaseRunning
+	case meta.IsStatusConditionTrue(conditions, pipelinev1.ConditionDegraded):
+		return pipelinev1.PhaseFailed
+	case meta.IsStatusConditionTrue(conditions, pipelinev1.ConditionReady):
+		return pipelinev1.PhaseRunning
 	default:
-		return pipelinev1beta1.PhasePending
+		return pipelinev1.PhasePending
 	}
 }
 
 // deploymentPhase is the one word for what a reconcile saw of a step's
 // Deployment.
-func deploymentPhase(s observedStep) pipelinev1beta1.DeploymentPhase {
+func deploymentPhase(s observedStep) string {
 	switch d := s.deployment; {
 	case d == nil:
-		return pipelinev1beta1.DeploymentPhaseMissing
+		return pipelinev1.DeploymentPhaseMissing
 	case d.DeletionTimestamp != nil:
-		return pipelinev1beta1.DeploymentPhaseTerminating
+		return pipelinev1.DeploymentPhaseTerminating
 	case deploymentReady(d):
-		return pipelinev1beta1.DeploymentPhaseAvailable
+		return pipelinev1.DeploymentPhaseAvailable
 	default:
-		return pipelinev1beta1.DeploymentPhaseProgressing
+		return pipelinev1.DeploymentPhaseProgressing
 	}
-}
-
-// detailPhaseOf is the design notes' detailPhase: the phases of the
-// volume, the claim and each step's Deployment, as observed.
-func detailPhaseOf(obs observed, storage *pipelinev1beta1.StorageStatus) *pipelinev1beta1.DetailPhase {
-	d := &pipelinev1beta1.DetailPhase{}
-	if storage != nil {
-		d.PVPhase, d.PVCPhase = storage.PVPhase, storage.PVCPhase
-	}
-	for _, s := range obs.steps {
-		d.StepsPhase = append(d.StepsPhase, pipelinev1beta1.StepPhase{Model: s.model, DeploymentPhase: deploymentPhase(s)})
-	}
-	return d
 }
 
 // modelsOf is the steps' models, comma-separated, for the Models column.
-func modelsOf(p *pipelinev1beta1.Pipeline) string {
+func modelsOf(p *pipelinev1.Pipeline) string {
 	models := make([]string, len(p.Spec.Steps))
 	for i, s := range p.Spec.Steps {
 		models[i] = s.Model

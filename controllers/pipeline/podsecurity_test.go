@@ -44,7 +44,7 @@ func TestStepPodSecurityPerLevel(t *testing.T) {
 		},
 	}} {
 		t.Run(string(tc.level), func(t *testing.T) {
-			d := mustTyped[appsv1.Deployment](desiredDeployment(samplePipeline(), "ns", 0, tc.level))
+			d := mustTyped[appsv1.Deployment](desiredDeployment(stored(samplePipeline()), "ns", 0, tc.level))
 			spec := d.Spec.Template.Spec
 			if !ptr.Equal(spec.AutomountServiceAccountToken, ptr.To(false)) {
 				t.Errorf("automountServiceAccountToken = %v, want false", spec.AutomountServiceAccountToken)

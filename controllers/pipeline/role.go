@@ -22,7 +22,7 @@ import "github.com/ndsl/controller-manager/pkg/controller"
 var Role = controller.Role{
 	Summary: "The Pipeline controller: reads Pipelines and Nodes, owns each Pipeline's PersistentVolume, " +
 		"PersistentVolumeClaim, Deployments and Services, creates the children's namespace when it is missing, " +
-		"with --pipeline-create-namespaces (it never deletes one), and writes Pipeline status.",
+		"with --pipeline-create-namespaces (it never deletes one), and writes Pipeline status; moves the stored Pipelines to the CRD's storage version.",
 	Rules: []controller.Rule{
 		{APIGroups: []string{"distri-infer.ndsl.cn"}, Resources: []string{"pipelines"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"distri-infer.ndsl.cn"}, Resources: []string{"pipelines/status"}, Verbs: []string{"update"}},
@@ -34,5 +34,12 @@ var Role = controller.Role{
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
 		controller.EventsRule,
+		{Why: "Storage version migration, once after an upgrade that changed the Pipelines' storage version: " +
+			"the controller reads the CRD's storage and stored versions, rewrites every Pipeline through pipelines/status, " +
+			"then records the storage version as the only one stored.",
+			APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"},
+			ResourceNames: []string{CRDName}, Verbs: []string{"get"}},
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions/status"},
+			ResourceNames: []string{CRDName}, Verbs: []string{"update"}},
 	},
 }

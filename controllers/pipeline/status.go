@@ -27,7 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -92,15 +92,16 @@ const maxListed = 5
 // computeStatus is the status of p given what a reconcile observed. Condition
 // transition times are kept while a condition's status does not change, so
 // that an unchanged world gives an equal status and no write.
-func computeStatus(p *pipelinev1beta1.Pipeline, obs observed, now metav1.Time) pipelinev1beta1.PipelineStatus {
-	status := pipelinev1beta1.PipelineStatus{
+func computeStatus(p *pipelinev1.Pipeline, obs observed, now metav1.Time) pipelinev1.PipelineStatus {
+	status := pipelinev1.PipelineStatus{
 		ObservedGeneration: p.Generation,
-		StepCount:          int32(len(p.Spec.Steps)),
 		Conditions:         append([]metav1.Condition(nil), p.Status.Conditions...),
 		Storage:            storageStatus(p, obs),
 	}
 	for _, s := range obs.steps {
-		st := pipelinev1beta1.StepStatus{Model: s.model, DeploymentName: s.deploymentName, ServiceName: s.serviceName}
+		// v1beta1 readers see the phases as detailPhase and their number
+		// as stepCount (apis/pipeline/conversion).
+		st := pipelinev1.StepStatus{Model: s.model, DeploymentName: s.deploymentName, DeploymentPhase: deploymentPhase(s), ServiceName: s.serviceName}
 		if s.deployment != nil {
 			st.Replicas = ptr.Deref(s.deployment.Spec.Replicas, 1)
 			st.ReadyReplicas = s.deployment.Status.ReadyReplicas
@@ -111,15 +112,15 @@ func computeStatus(p *pipelinev1beta1.Pipeline, obs observed, now metav1.Time) p
 	storage := storageCondition(obs, status.Storage)
 	steps := stepsCondition(obs)
 	degraded := degradedCondition(obs)
-	ready := metav1.Condition{Type: pipelinev1beta1.ConditionReady, Status: metav1.ConditionTrue,
-		Reason: pipelinev1beta1.ReasonReady, Message: "The storage is bound and every step has its replicas ready"}
+	ready := metav1.Condition{Type: pipelinev1.ConditionReady, Status: metav1.ConditionTrue,
+		Reason: pipelinev1.ReasonReady, Message: "The storage is bound and every step has its replicas ready"}
 	switch {
 	case degraded.Status == metav1.ConditionTrue:
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, degraded.Reason, degraded.Message
 	case storage.Status != metav1.ConditionTrue:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, pipelinev1beta1.ReasonStorageNotReady, storage.Message
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, pipelinev1.ReasonStorageNotReady, storage.Message
 	case steps.Status != metav1.ConditionTrue:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, pipelinev1beta1.ReasonStepsNotReady, steps.Message
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, pipelinev1.ReasonStepsNotReady, steps.Message
 	}
 	for _, cond := range []metav1.Condition{ready, storage, steps, degraded} {
 		cond.ObservedGeneration = p.Generation
@@ -128,13 +129,12 @@ func computeStatus(p *pipelinev1beta1.Pipeline, obs observed, now metav1.Time) p
 	}
 	status.Models = modelsOf(p)
 	status.Phase = phaseOf(status.Conditions)
-	status.DetailPhase = detailPhaseOf(obs, status.Storage)
 	return status
 }
 
-func storageStatus(p *pipelinev1beta1.Pipeline, obs observed) *pipelinev1beta1.StorageStatus {
+func storageStatus(p *pipelinev1.Pipeline, obs observed) *pipelinev1.StorageStatus {
 	name := storageName(p, obs.namespace)
-	s := &pipelinev1beta1.StorageStatus{PVName: name, PVCName: name}
+	s := &pipelinev1.StorageStatus{PVName: name, PVCName: name}
 	if obs.volume != nil {
 		s.PVPhase = obs.volume.Status.Phase
 	}
@@ -144,8 +144,8 @@ func storageStatus(p *pipelinev1beta1.Pipeline, obs observed) *pipelinev1beta1.S
 	return s
 }
 
-func storageCondition(obs observed, s *pipelinev1beta1.StorageStatus) metav1.Condition {
-	cond := metav1.Condition{Type: pipelinev1beta1.ConditionStorageReady, Status: metav1.ConditionFalse, Reason: pipelinev1beta1.ReasonPending}
+func storageCondition(obs observed, s *pipelinev1.StorageStatus) metav1.Condition {
+	cond := metav1.Condition{Type: pipelinev1.ConditionStorageReady, Status: metav1.ConditionFalse, Reason: pipelinev1.ReasonPending}
 	claim := fmt.Sprintf("PersistentVolumeClaim %s/%s", obs.namespace, s.PVCName)
 	switch {
 	// The claim is written first: what blocks it is what the storage waits for.
@@ -158,7 +158,7 @@ func storageCondition(obs observed, s *pipelinev1beta1.StorageStatus) metav1.Con
 	case obs.claim.DeletionTimestamp != nil:
 		cond.Message = claim + " is being deleted"
 	case s.PVCPhase == corev1.ClaimBound && s.PVPhase == corev1.VolumeBound:
-		cond.Status, cond.Reason = metav1.ConditionTrue, pipelinev1beta1.ReasonBound
+		cond.Status, cond.Reason = metav1.ConditionTrue, pipelinev1.ReasonBound
 		cond.Message = fmt.Sprintf("%s is bound to PersistentVolume %s", claim, s.PVName)
 	default:
 		cond.Message = fmt.Sprintf("%s is %s, PersistentVolume %s is %s", claim, phaseOrUnknown(string(s.PVCPhase)), s.PVName, phaseOrUnknown(string(s.PVPhase)))
@@ -216,11 +216,11 @@ func stepsCondition(obs observed) metav1.Condition {
 		if len(notes) > 0 {
 			msg += "; " + joinLimited(notes)
 		}
-		return metav1.Condition{Type: pipelinev1beta1.ConditionStepsReady, Status: metav1.ConditionTrue,
-			Reason: pipelinev1beta1.ReasonStepsAvailable, Message: msg}
+		return metav1.Condition{Type: pipelinev1.ConditionStepsReady, Status: metav1.ConditionTrue,
+			Reason: pipelinev1.ReasonStepsAvailable, Message: msg}
 	}
-	return metav1.Condition{Type: pipelinev1beta1.ConditionStepsReady, Status: metav1.ConditionFalse,
-		Reason: pipelinev1beta1.ReasonStepsNotReady, Message: joinLimited(notReady)}
+	return metav1.Condition{Type: pipelinev1.ConditionStepsReady, Status: metav1.ConditionFalse,
+		Reason: pipelinev1.ReasonStepsNotReady, Message: joinLimited(notReady)}
 }
 
 // absent is a short account of why the child what (kind and name) is not
@@ -259,8 +259,8 @@ func deploymentReady(d *appsv1.Deployment) bool {
 }
 
 func degradedCondition(obs observed) metav1.Condition {
-	cond := metav1.Condition{Type: pipelinev1beta1.ConditionDegraded, Status: metav1.ConditionFalse,
-		Reason: pipelinev1beta1.ReasonAsExpected, Message: "Every child is as the Pipeline asks"}
+	cond := metav1.Condition{Type: pipelinev1.ConditionDegraded, Status: metav1.ConditionFalse,
+		Reason: pipelinev1.ReasonAsExpected, Message: "Every child is as the Pipeline asks"}
 	var msgs []string
 	for _, err := range append(append([]error(nil), obs.conflicts...), obs.failures...) {
 		msgs = append(msgs, err.Error())
@@ -270,9 +270,9 @@ func degradedCondition(obs observed) metav1.Condition {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, obs.refusedReason, obs.refused.Error()
 		return cond
 	case len(obs.conflicts) > 0:
-		cond.Status, cond.Reason = metav1.ConditionTrue, pipelinev1beta1.ReasonResourceExists
+		cond.Status, cond.Reason = metav1.ConditionTrue, pipelinev1.ReasonResourceExists
 	case len(obs.failures) > 0:
-		cond.Status, cond.Reason = metav1.ConditionTrue, pipelinev1beta1.ReasonReconcileFailed
+		cond.Status, cond.Reason = metav1.ConditionTrue, pipelinev1.ReasonReconcileFailed
 	default:
 		return cond
 	}

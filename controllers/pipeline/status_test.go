@@ -29,7 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -43,7 +43,7 @@ func deploymentWith(replicas, ready int32) *appsv1.Deployment {
 }
 
 // world is a converged Pipeline's observation: bound storage, ready steps.
-func world(p *pipelinev1beta1.Pipeline) observed {
+func world(p *pipelinev1.Pipeline) observed {
 	obs := observed{
 		namespace: "ns",
 		volume:    &corev1.PersistentVolume{Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound}},
@@ -181,13 +181,13 @@ func TestComputeStatus(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := samplePipeline()
+			p := stored(samplePipeline())
 			obs := world(p)
 			if tc.change != nil {
 				tc.change(&obs)
 			}
 			status := computeStatus(p, obs, now)
-			if status.ObservedGeneration != 1 || status.StepCount != 2 || len(status.Steps) != 2 {
+			if status.ObservedGeneration != 1 || len(status.Steps) != 2 {
 				t.Errorf("status = %+v", status)
 			}
 			for typ, want := range tc.want {
@@ -207,7 +207,7 @@ func TestComputeStatus(t *testing.T) {
 }
 
 func TestComputeStatusIsStable(t *testing.T) {
-	p := samplePipeline()
+	p := stored(samplePipeline())
 	first := computeStatus(p, world(p), metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second)))
 	p.Status = first
 	again := computeStatus(p, world(p), metav1.NewTime(time.Now().Truncate(time.Second)))

@@ -23,7 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -33,7 +33,7 @@ import (
 // reserved for the claim. Otherwise the pods would mount storage that
 // someone else controls: a claim made before the Pipeline, bound to any
 // volume, or a volume holding another team's data.
-func mountBlocker(p *pipelinev1beta1.Pipeline, namespace, name string, obs observed) string {
+func mountBlocker(p *pipelinev1.Pipeline, namespace, name string, obs observed) string {
 	volume, claim := "PersistentVolume "+name, fmt.Sprintf("PersistentVolumeClaim %s/%s", namespace, name)
 	var notOwned *controller.NotOwnedError
 	switch pv, pvc := obs.volume, obs.claim; {
@@ -60,7 +60,7 @@ func mountBlocker(p *pipelinev1beta1.Pipeline, namespace, name string, obs obser
 // controls it, nil when the cache has none, and a NotOwnedError for one it
 // does not control. A volume of that name the cache does not hold (not
 // labelled) shows when the Pipeline's is created: that create fails.
-func (c *Controller) cachedVolume(p *pipelinev1beta1.Pipeline, name string) (*corev1.PersistentVolume, error) {
+func (c *Controller) cachedVolume(p *pipelinev1.Pipeline, name string) (*corev1.PersistentVolume, error) {
 	pv, found, err := c.volumes.Get("", name)
 	switch {
 	case err != nil || !found:

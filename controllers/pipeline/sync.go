@@ -32,7 +32,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -60,7 +60,7 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		return controller.Result{}, nil
 	}
 
-	namespace := targetNamespace(p, c.opts.DefaultNamespace)
+	namespace := childNamespace(p, c.opts.DefaultNamespace)
 	want := desiredChildren(p, namespace, c.podSecurityLevel(namespace))
 	obs := observed{namespace: namespace}
 	if reason, err := c.opts.refusal(p, namespace); err != nil {
@@ -72,11 +72,11 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 		return controller.Result{}, c.refuse(ctx, p, obs, want, reason, err)
 	}
 	if err := c.storageOverlap(p); err != nil {
-		return controller.Result{}, c.refuse(ctx, p, obs, want, pipelinev1beta1.ReasonStorageOverlap, err)
+		return controller.Result{}, c.refuse(ctx, p, obs, want, pipelinev1.ReasonStorageOverlap, err)
 	}
 	if err := c.namespaceMissing(namespace); err != nil {
 		// The namespace's creation requeues the Pipeline.
-		return controller.Result{}, c.refuse(ctx, p, obs, want, pipelinev1beta1.ReasonNamespaceNotFound, err)
+		return controller.Result{}, c.refuse(ctx, p, obs, want, pipelinev1.ReasonNamespaceNotFound, err)
 	}
 	// record sorts a child's error into a conflict, a failure, or a
 	// transient error that is only retried.
@@ -88,7 +88,7 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 			obs.transient = append(obs.transient, err)
 		case errors.As(err, &notOwned):
 			obs.conflicts = append(obs.conflicts, err)
-			c.recorder.Eventf(p, corev1.EventTypeWarning, pipelinev1beta1.ReasonResourceExists, "%v; leaving it alone", err)
+			c.recorder.Eventf(p, corev1.EventTypeWarning, pipelinev1.ReasonResourceExists, "%v; leaving it alone", err)
 		default:
 			obs.failures = append(obs.failures, err)
 		}
@@ -126,7 +126,7 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 			model:          step.Model,
 			deploymentName: *want.deployments[i].GetName(),
 			serviceName:    *want.services[i].GetName(),
-			missingNodes:   c.missingNodes(stepLocations(step)),
+			missingNodes:   c.missingNodes(stepNodes(step)),
 		}
 	}
 	if namespaceReady {
@@ -194,7 +194,7 @@ func (c *Controller) sync(ctx context.Context, key controller.Key) (controller.R
 // refuse writes nothing but the status of a Pipeline that asks for what
 // the manager's flags do not allow, and warns once per generation. No retry:
 // only a new spec (or a restart with other flags) can change the answer.
-func (c *Controller) refuse(ctx context.Context, p *pipelinev1beta1.Pipeline, obs observed, want children, reason string, why error) error {
+func (c *Controller) refuse(ctx context.Context, p *pipelinev1.Pipeline, obs observed, want children, reason string, why error) error {
 	obs.refused, obs.refusedReason = why, reason
 	for i, step := range p.Spec.Steps {
 		obs.steps = append(obs.steps, observedStep{model: step.Model,
@@ -209,8 +209,8 @@ func (c *Controller) refuse(ctx context.Context, p *pipelinev1beta1.Pipeline, ob
 
 // refusedAlready reports whether p's status already says that this
 // generation is refused for reason.
-func refusedAlready(p *pipelinev1beta1.Pipeline, reason string) bool {
-	cond := meta.FindStatusCondition(p.Status.Conditions, pipelinev1beta1.ConditionDegraded)
+func refusedAlready(p *pipelinev1.Pipeline, reason string) bool {
+	cond := meta.FindStatusCondition(p.Status.Conditions, pipelinev1.ConditionDegraded)
 	return cond != nil && cond.Reason == reason && cond.ObservedGeneration == p.Generation
 }
 
@@ -231,7 +231,7 @@ func (c *Controller) namespaceMissing(name string) error {
 // ensureNamespace creates the children's namespace when it is missing and
 // CreateNamespaces allows it. It reports whether namespaced children can be
 // written there.
-func (c *Controller) ensureNamespace(ctx context.Context, p *pipelinev1beta1.Pipeline, name string) (bool, error) {
+func (c *Controller) ensureNamespace(ctx context.Context, p *pipelinev1.Pipeline, name string) (bool, error) {
 	switch ns, err := c.namespace(name); {
 	case apierrors.IsNotFound(err) && !c.opts.CreateNamespaces:
 		return false, nil // deleted since namespaceMissing; its event requeues p
@@ -277,13 +277,13 @@ func (c *Controller) missingNodes(names []string) []string {
 }
 
 // updateStatus writes status if it differs from what the Pipeline has.
-func (c *Controller) updateStatus(ctx context.Context, p *pipelinev1beta1.Pipeline, status pipelinev1beta1.PipelineStatus) error {
+func (c *Controller) updateStatus(ctx context.Context, p *pipelinev1.Pipeline, status pipelinev1.PipelineStatus) error {
 	if apiequality.Semantic.DeepEqual(p.Status, status) {
 		return nil
 	}
 	updated := p.DeepCopy()
 	updated.Status = status
-	written, err := c.crdClient.PipelineV1beta1().Pipelines().UpdateStatus(ctx, updated,
+	written, err := c.crdClient.PipelineV1().Pipelines().UpdateStatus(ctx, updated,
 		metav1.UpdateOptions{FieldManager: controller.FieldManager})
 	if apierrors.IsNotFound(err) {
 		// Deleted while it was reconciled: the deletion is on its way
@@ -301,7 +301,7 @@ func (c *Controller) updateStatus(ctx context.Context, p *pipelinev1beta1.Pipeli
 // syncChild applies desired for the Pipeline and returns the child as last
 // observed (nil when it is missing or not ours); a create sets obs.created. A same-name object the
 // Pipeline does not control is never touched: that is a NotOwnedError.
-func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx context.Context, c *Controller, p *pipelinev1beta1.Pipeline,
+func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx context.Context, c *Controller, p *pipelinev1.Pipeline,
 	obs *observed, children *controller.Children[T, AC], desired AC) (T, error) {
 	var none T
 	namespace, name := ptr.Deref(desired.GetNamespace(), ""), ptr.Deref(desired.GetName(), "")
@@ -328,7 +328,7 @@ func syncChild[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx co
 
 // ownDeployment is the cached Deployment name in namespace when the
 // Pipeline controls it, nil otherwise.
-func (c *Controller) ownDeployment(p *pipelinev1beta1.Pipeline, namespace, name string) *appsv1.Deployment {
+func (c *Controller) ownDeployment(p *pipelinev1.Pipeline, namespace, name string) *appsv1.Deployment {
 	d, found, err := c.deployments.Get(namespace, name)
 	if err != nil || !found || !metav1.IsControlledBy(d, p) {
 		return nil
@@ -337,10 +337,10 @@ func (c *Controller) ownDeployment(p *pipelinev1beta1.Pipeline, namespace, name 
 }
 
 // writeFailed reports a failed write of the Pipeline's child.
-func (c *Controller) writeFailed(p *pipelinev1beta1.Pipeline, verb, kind, namespace, name string, err error) error {
+func (c *Controller) writeFailed(p *pipelinev1.Pipeline, verb, kind, namespace, name string, err error) error {
 	what := kind + " " + name
 	if namespace != "" {
 		what = kind + " " + namespace + "/" + name
 	}
-	return controller.WriteFailed(c.recorder, p, pipelinev1beta1.ReasonReconcileFailed, verb, what, err)
+	return controller.WriteFailed(c.recorder, p, pipelinev1.ReasonReconcileFailed, verb, what, err)
 }

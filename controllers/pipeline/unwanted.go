@@ -26,7 +26,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -35,7 +35,7 @@ import (
 // wanted still has available replicas, everything unwanted stays until every
 // step's new Deployment has its replicas available. The old Services stay
 // with the old Deployments: the old steps' DSTs name them.
-func (c *Controller) deleteUnwanted(ctx context.Context, p *pipelinev1beta1.Pipeline, obs observed, want children) error {
+func (c *Controller) deleteUnwanted(ctx context.Context, p *pipelinev1.Pipeline, obs observed, want children) error {
 	volumes, err := unwanted(c.volumes, p, []*corev1ac.PersistentVolumeApplyConfiguration{want.volume})
 	if err != nil {
 		return err
@@ -108,7 +108,7 @@ func deploymentAvailable(d *appsv1.Deployment) bool {
 // Of those, only the ones with the Pipeline's label count, which every
 // version of the controller has written: one whose label was taken away is
 // left alone, as it always was.
-func unwanted[T controller.Object, AC controller.ApplyConfiguration[AC]](children *controller.Children[T, AC], p *pipelinev1beta1.Pipeline, want []AC) ([]T, error) {
+func unwanted[T controller.Object, AC controller.ApplyConfiguration[AC]](children *controller.Children[T, AC], p *pipelinev1.Pipeline, want []AC) ([]T, error) {
 	objs, err := children.ListControlledBy(p)
 	if err != nil {
 		return nil, err
@@ -129,7 +129,7 @@ func unwanted[T controller.Object, AC controller.ApplyConfiguration[AC]](childre
 
 // deleteAll deletes objs, children of one kind, each with a UID
 // precondition.
-func deleteAll[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx context.Context, c *Controller, p *pipelinev1beta1.Pipeline,
+func deleteAll[T controller.Object, AC controller.ApplyConfiguration[AC]](ctx context.Context, c *Controller, p *pipelinev1.Pipeline,
 	children *controller.Children[T, AC], objs []T) error {
 	var errs []error
 	for _, obj := range objs {

@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -49,14 +49,14 @@ func BenchmarkUnwanted(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	pipelines := make([]*pipelinev1beta1.Pipeline, 200)
+	pipelines := make([]*pipelinev1.Pipeline, 200)
 	for i := range pipelines {
-		p := &pipelinev1beta1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), UID: types.UID(fmt.Sprintf("p-uid-%d", i))}}
+		p := &pipelinev1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), UID: types.UID(fmt.Sprintf("p-uid-%d", i))}}
 		pipelines[i] = p
 		for s := range 5 {
 			add(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("%s-%d", p.Name, s),
 				Labels: map[string]string{controller.ManagedByLabel: controller.ManagedByValue, LabelPipeline: p.Name},
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: pipelinev1beta1.SchemeGroupVersion.String(), Kind: "Pipeline",
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: pipelinev1.SchemeGroupVersion.String(), Kind: "Pipeline",
 					Name: p.Name, UID: p.UID, Controller: ptr.To(true)}}}})
 		}
 	}

@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/pkg/controller"
 )
 
@@ -95,14 +95,14 @@ func TestUnwanted(t *testing.T) {
 	if err := deployments.IndexByController(pipelineGroupKind); err != nil {
 		t.Fatal(err)
 	}
-	p := &pipelinev1beta1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "demo", UID: "pipeline-uid"}}
+	p := &pipelinev1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "demo", UID: "pipeline-uid"}}
 	deployment := func(name string, controllerUID types.UID, labelled bool) *appsv1.Deployment {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
 		if labelled {
 			d.Labels = map[string]string{LabelPipeline: "demo"}
 		}
 		if controllerUID != "" {
-			d.OwnerReferences = []metav1.OwnerReference{{APIVersion: pipelinev1beta1.SchemeGroupVersion.String(), Kind: "Pipeline",
+			d.OwnerReferences = []metav1.OwnerReference{{APIVersion: pipelinev1.SchemeGroupVersion.String(), Kind: "Pipeline",
 				Name: "demo", UID: controllerUID, Controller: ptr.To(true)}}
 		}
 		return d

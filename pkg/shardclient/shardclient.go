@@ -40,10 +40,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	typedapp "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/app/v1"
-	typedpipeline "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/pipeline/v1beta1"
+	typedpipeline "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/pipeline/v1"
 	"github.com/ndsl/controller-manager/pkg/shard"
 )
 
@@ -276,8 +276,8 @@ func (c shardedCRD) AppV1() typedapp.AppV1Interface {
 	return shardedAppGroup{c.Interface.AppV1(), c.s}
 }
 
-func (c shardedCRD) PipelineV1beta1() typedpipeline.PipelineV1beta1Interface {
-	return shardedPipelineGroup{c.Interface.PipelineV1beta1(), c.s}
+func (c shardedCRD) PipelineV1() typedpipeline.PipelineV1Interface {
+	return shardedPipelineGroup{c.Interface.PipelineV1(), c.s}
 }
 
 type shardedAppGroup struct {
@@ -304,12 +304,12 @@ func (r shardedApps) Watch(ctx context.Context, o metav1.ListOptions) (watch.Int
 }
 
 type shardedPipelineGroup struct {
-	typedpipeline.PipelineV1beta1Interface
+	typedpipeline.PipelineV1Interface
 	s *Lists
 }
 
 func (g shardedPipelineGroup) Pipelines() typedpipeline.PipelineInterface {
-	return shardedPipelines{g.PipelineV1beta1Interface.Pipelines(), g.s}
+	return shardedPipelines{g.PipelineV1Interface.Pipelines(), g.s}
 }
 
 type shardedPipelines struct {
@@ -317,7 +317,7 @@ type shardedPipelines struct {
 	s *Lists
 }
 
-func (r shardedPipelines) List(ctx context.Context, o metav1.ListOptions) (*pipelinev1beta1.PipelineList, error) {
+func (r shardedPipelines) List(ctx context.Context, o metav1.ListOptions) (*pipelinev1.PipelineList, error) {
 	return shardedList(ctx, r.s, "pipelines", "", o, r.PipelineInterface.List, r.PipelineInterface.Watch)
 }
 

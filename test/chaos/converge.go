@@ -31,7 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/controllers/ingress"
 	"github.com/ndsl/controller-manager/controllers/pipeline"
@@ -40,7 +40,7 @@ import (
 // snapshot is the cluster's state as far as convergence is concerned.
 type snapshot struct {
 	apps        []appv1.App
-	pipelines   []pipelinev1beta1.Pipeline
+	pipelines   []pipelinev1.Pipeline
 	services    []corev1.Service
 	deployments []appsv1.Deployment
 	svcChildren []corev1.Service
@@ -57,7 +57,7 @@ func (w *world) snapshot(ctx context.Context) (*snapshot, error) {
 		return nil, err
 	}
 	s.apps = apps.Items
-	pls, err := typed.PipelineV1beta1().Pipelines().List(ctx, metav1.ListOptions{})
+	pls, err := typed.PipelineV1().Pipelines().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func (s *snapshot) problems() []string {
 		p := &s.pipelines[i]
 		owners[p.UID] = true
 		name := "Pipeline " + p.Name
-		if c := meta.FindStatusCondition(p.Status.Conditions, pipelinev1beta1.ConditionReady); p.Status.ObservedGeneration != p.Generation ||
+		if c := meta.FindStatusCondition(p.Status.Conditions, pipelinev1.ConditionReady); p.Status.ObservedGeneration != p.Generation ||
 			c == nil || c.Status != metav1.ConditionTrue {
 			add("%s not Ready for generation %d: %s", name, p.Generation, describeConditions(p.Status.ObservedGeneration, p.Status.Conditions))
 		}

@@ -16,8 +16,9 @@ limitations under the License.
 
 // Package v1 holds the v1 API of the distri-infer.ndsl.cn group: Pipeline in
 // a cleaned-up shape (typed NFS storage instead of a string map, one list of
-// node names per step, status per child). v1beta1 is the storage version;
-// the conversion webhook translates between the two.
+// node names per step, status per child). v1 is the storage version and the
+// version the controller works with; the conversion webhook serves v1beta1,
+// the design notes' API.
 //
 // +k8s:deepcopy-gen=package
 // +groupName=distri-infer.ndsl.cn

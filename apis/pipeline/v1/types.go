@@ -22,11 +22,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// +genclient
+// +genclient:nonNamespaced
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
+// +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=dip,categories=ndsl
-// +kubebuilder:unservedversion
 // +kubebuilder:printcolumn:name="Steps.model",type=string,JSONPath=`.status.models`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
@@ -237,6 +239,76 @@ type StorageStatus struct {
 	// +optional
 	PVCPhase corev1.PersistentVolumeClaimPhase `json:"pvcPhase,omitempty"`
 }
+
+// Phases of a step's Deployment, as StepStatus.DeploymentPhase says them.
+const (
+	// DeploymentPhaseMissing: the Deployment does not exist, or is not the
+	// Pipeline's.
+	DeploymentPhaseMissing = "Missing"
+	// DeploymentPhaseProgressing: the Deployment exists and has not rolled
+	// out all its replicas ready yet.
+	DeploymentPhaseProgressing = "Progressing"
+	// DeploymentPhaseAvailable: every replica is updated and ready.
+	DeploymentPhaseAvailable = "Available"
+	// DeploymentPhaseTerminating: the Deployment is being deleted.
+	DeploymentPhaseTerminating = "Terminating"
+)
+
+// Condition types of a Pipeline.
+const (
+	// ConditionReady is True when the storage and every step are ready.
+	ConditionReady = "Ready"
+	// ConditionStorageReady is True when the volume claim is bound.
+	ConditionStorageReady = "StorageReady"
+	// ConditionStepsReady is True when every step has all its replicas ready.
+	ConditionStepsReady = "StepsReady"
+	// ConditionDegraded is True when the controller cannot bring the
+	// children to the desired state.
+	ConditionDegraded = "Degraded"
+)
+
+// Condition reasons of a Pipeline.
+const (
+	// ReasonReady explains Ready=True.
+	ReasonReady = "Ready"
+	// ReasonStorageNotReady explains Ready=False: the storage is not bound yet.
+	ReasonStorageNotReady = "StorageNotReady"
+	// ReasonStepsNotReady explains Ready=False and StepsReady=False: some
+	// step has fewer ready replicas than desired.
+	ReasonStepsNotReady = "StepsNotReady"
+	// ReasonBound explains StorageReady=True: the claim is bound to the volume.
+	ReasonBound = "Bound"
+	// ReasonPending explains StorageReady=False: the volume or claim is not bound yet.
+	ReasonPending = "Pending"
+	// ReasonStepsAvailable explains StepsReady=True.
+	ReasonStepsAvailable = "StepsAvailable"
+	// ReasonAsExpected explains Degraded=False.
+	ReasonAsExpected = "AsExpected"
+	// ReasonResourceExists explains Degraded=True: a child with the desired
+	// name exists and is not owned by this Pipeline.
+	ReasonResourceExists = "ResourceExists"
+	// ReasonNamespaceNotAllowed explains Degraded=True: spec.namespace is not
+	// one the controller may write to (--pipeline-allowed-namespaces).
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+	// ReasonStorageNotAllowed explains Degraded=True: modelStorage names an
+	// NFS export outside the manager's --pipeline-allowed-nfs.
+	ReasonStorageNotAllowed = "StorageNotAllowed"
+	// ReasonImageNotAllowed explains Degraded=True: a step's image is
+	// outside the manager's --pipeline-allowed-images.
+	ReasonImageNotAllowed = "ImageNotAllowed"
+	// ReasonTooManyReplicas explains Degraded=True: a step asks for more
+	// replicas than the manager's --pipeline-max-replicas.
+	ReasonTooManyReplicas = "TooManyReplicas"
+	// ReasonNamespaceNotFound explains Degraded=True: the target namespace
+	// does not exist and the manager does not create namespaces
+	// (--pipeline-create-namespaces).
+	ReasonNamespaceNotFound = "NamespaceNotFound"
+	// ReasonStorageOverlap explains Degraded=True: the Pipeline's directory
+	// on the NFS export is, contains or lies inside an older Pipeline's.
+	ReasonStorageOverlap = "StorageOverlap"
+	// ReasonReconcileFailed explains Degraded=True: writing a child failed.
+	ReasonReconcileFailed = "ReconcileFailed"
+)
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true

@@ -21,13 +21,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 )
 
 // +genclient
 // +genclient:nonNamespaced
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
-// +kubebuilder:storageversion
+// +kubebuilder:unservedversion
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=dip,categories=ndsl
 // +kubebuilder:printcolumn:name="Steps.model",type=string,JSONPath=`.status.models`
@@ -35,7 +37,7 @@ import (
 // +kubebuilder:printcolumn:name="DetailPhase",type=string,JSONPath=`.status.detailPhase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:deprecatedversion:warning="distri-infer.ndsl.cn/v1beta1 Pipeline is deprecated; use distri-infer.ndsl.cn/v1, served through the manager's conversion webhook"
+// +kubebuilder:deprecatedversion:warning="distri-infer.ndsl.cn/v1beta1 Pipeline is deprecated; use distri-infer.ndsl.cn/v1, the stored version; v1beta1 needs the manager's conversion webhook"
 
 // Pipeline is a chain of model-serving steps, each a Deployment and a
 // Service, that share one persistent volume holding the models.
@@ -225,15 +227,11 @@ type PipelineStatus struct {
 // Phase is the one-word state of a Pipeline.
 type Phase string
 
-// Phases of a Pipeline.
+// Phases of a Pipeline: v1's, which the controller writes.
 const (
-	// PhasePending: the storage or some step is not ready yet.
-	PhasePending Phase = "Pending"
-	// PhaseRunning: the storage is bound and every step has its replicas ready.
-	PhaseRunning Phase = "Running"
-	// PhaseFailed: the controller cannot bring the children to the desired
-	// state (Degraded is True).
-	PhaseFailed Phase = "Failed"
+	PhasePending = Phase(pipelinev1.PhasePending)
+	PhaseRunning = Phase(pipelinev1.PhaseRunning)
+	PhaseFailed  = Phase(pipelinev1.PhaseFailed)
 )
 
 // DetailPhase is the phase of each of a Pipeline's children.
@@ -266,18 +264,12 @@ type StepPhase struct {
 // DeploymentPhase is the one-word state of a step's Deployment.
 type DeploymentPhase string
 
-// Phases of a step's Deployment.
+// Phases of a step's Deployment: v1's, which the controller writes.
 const (
-	// DeploymentPhaseMissing: the Deployment does not exist, or is not the
-	// Pipeline's.
-	DeploymentPhaseMissing DeploymentPhase = "Missing"
-	// DeploymentPhaseProgressing: the Deployment exists and has not rolled
-	// out all its replicas ready yet.
-	DeploymentPhaseProgressing DeploymentPhase = "Progressing"
-	// DeploymentPhaseAvailable: every replica is updated and ready.
-	DeploymentPhaseAvailable DeploymentPhase = "Available"
-	// DeploymentPhaseTerminating: the Deployment is being deleted.
-	DeploymentPhaseTerminating DeploymentPhase = "Terminating"
+	DeploymentPhaseMissing     = DeploymentPhase(pipelinev1.DeploymentPhaseMissing)
+	DeploymentPhaseProgressing = DeploymentPhase(pipelinev1.DeploymentPhaseProgressing)
+	DeploymentPhaseAvailable   = DeploymentPhase(pipelinev1.DeploymentPhaseAvailable)
+	DeploymentPhaseTerminating = DeploymentPhase(pipelinev1.DeploymentPhaseTerminating)
 )
 
 // StepStatus is the observed state of one step.
@@ -321,60 +313,27 @@ type StorageStatus struct {
 	PVCPhase corev1.PersistentVolumeClaimPhase `json:"pvcPhase,omitempty"`
 }
 
-// Condition types of a Pipeline.
+// Condition types and reasons of a Pipeline: v1's, which the controller writes.
 const (
-	// ConditionReady is True when the storage and every step are ready.
-	ConditionReady = "Ready"
-	// ConditionStorageReady is True when the volume claim is bound.
-	ConditionStorageReady = "StorageReady"
-	// ConditionStepsReady is True when every step has all its replicas ready.
-	ConditionStepsReady = "StepsReady"
-	// ConditionDegraded is True when the controller cannot bring the
-	// children to the desired state.
-	ConditionDegraded = "Degraded"
-)
-
-// Condition reasons of a Pipeline.
-const (
-	// ReasonReady explains Ready=True.
-	ReasonReady = "Ready"
-	// ReasonStorageNotReady explains Ready=False: the storage is not bound yet.
-	ReasonStorageNotReady = "StorageNotReady"
-	// ReasonStepsNotReady explains Ready=False and StepsReady=False: some
-	// step has fewer ready replicas than desired.
-	ReasonStepsNotReady = "StepsNotReady"
-	// ReasonBound explains StorageReady=True: the claim is bound to the volume.
-	ReasonBound = "Bound"
-	// ReasonPending explains StorageReady=False: the volume or claim is not bound yet.
-	ReasonPending = "Pending"
-	// ReasonStepsAvailable explains StepsReady=True.
-	ReasonStepsAvailable = "StepsAvailable"
-	// ReasonAsExpected explains Degraded=False.
-	ReasonAsExpected = "AsExpected"
-	// ReasonResourceExists explains Degraded=True: a child with the desired
-	// name exists and is not owned by this Pipeline.
-	ReasonResourceExists = "ResourceExists"
-	// ReasonNamespaceNotAllowed explains Degraded=True: spec.namespace is not
-	// one the controller may write to (--pipeline-allowed-namespaces).
-	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
-	// ReasonStorageNotAllowed explains Degraded=True: modelStorage names an
-	// NFS export outside the manager's --pipeline-allowed-nfs.
-	ReasonStorageNotAllowed = "StorageNotAllowed"
-	// ReasonImageNotAllowed explains Degraded=True: a step's image is
-	// outside the manager's --pipeline-allowed-images.
-	ReasonImageNotAllowed = "ImageNotAllowed"
-	// ReasonTooManyReplicas explains Degraded=True: a step asks for more
-	// replicas than the manager's --pipeline-max-replicas.
-	ReasonTooManyReplicas = "TooManyReplicas"
-	// ReasonNamespaceNotFound explains Degraded=True: the target namespace
-	// does not exist and the manager does not create namespaces
-	// (--pipeline-create-namespaces).
-	ReasonNamespaceNotFound = "NamespaceNotFound"
-	// ReasonStorageOverlap explains Degraded=True: the Pipeline's directory
-	// on the NFS export is, contains or lies inside an older Pipeline's.
-	ReasonStorageOverlap = "StorageOverlap"
-	// ReasonReconcileFailed explains Degraded=True: writing a child failed.
-	ReasonReconcileFailed = "ReconcileFailed"
+	ConditionReady            = pipelinev1.ConditionReady
+	ConditionStorageReady     = pipelinev1.ConditionStorageReady
+	ConditionStepsReady       = pipelinev1.ConditionStepsReady
+	ConditionDegraded         = pipelinev1.ConditionDegraded
+	ReasonReady               = pipelinev1.ReasonReady
+	ReasonStorageNotReady     = pipelinev1.ReasonStorageNotReady
+	ReasonStepsNotReady       = pipelinev1.ReasonStepsNotReady
+	ReasonBound               = pipelinev1.ReasonBound
+	ReasonPending             = pipelinev1.ReasonPending
+	ReasonStepsAvailable      = pipelinev1.ReasonStepsAvailable
+	ReasonAsExpected          = pipelinev1.ReasonAsExpected
+	ReasonResourceExists      = pipelinev1.ReasonResourceExists
+	ReasonNamespaceNotAllowed = pipelinev1.ReasonNamespaceNotAllowed
+	ReasonStorageNotAllowed   = pipelinev1.ReasonStorageNotAllowed
+	ReasonImageNotAllowed     = pipelinev1.ReasonImageNotAllowed
+	ReasonTooManyReplicas     = pipelinev1.ReasonTooManyReplicas
+	ReasonNamespaceNotFound   = pipelinev1.ReasonNamespaceNotFound
+	ReasonStorageOverlap      = pipelinev1.ReasonStorageOverlap
+	ReasonReconcileFailed     = pipelinev1.ReasonReconcileFailed
 )
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

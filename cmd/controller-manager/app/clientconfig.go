@@ -42,9 +42,9 @@ func restConfig(o options.GenericOptions) (*rest.Config, error) {
 	cfg.Burst = o.KubeAPIBurst
 	cfg.ContentType = o.ContentType
 	cfg.AcceptContentTypes = o.ContentType + ",application/json"
-	// The Pipeline controller reads and writes v1beta1, its storage
-	// version, which is deprecated for users: each distinct warning is
-	// logged once, not once per request.
+	// The controllers read and write v1, the stored version of both CRDs;
+	// should anything still ask for a deprecated version, each distinct
+	// warning is logged once, not once per request.
 	cfg.WarningHandler = rest.NewWarningWriter(warningLog{}, rest.WarningWriterOptions{Deduplicate: true})
 	return rest.AddUserAgent(cfg, "controller-manager"), nil
 }

@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/metadata"
 
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/controllers/cleanup"
@@ -35,7 +35,7 @@ import (
 )
 
 // pipelineChild places a Pipeline's children in their Pipeline's shard.
-var pipelineChild = shard.ControllerOwner(pipelinev1beta1.Kind("Pipeline"))
+var pipelineChild = shard.ControllerOwner(pipelinev1.Kind("Pipeline"))
 
 // NewRegistry lists every controller the manager can run.
 func NewRegistry() Registry {
@@ -149,8 +149,8 @@ func newPipelineController(_ context.Context, cc ControllerContext) (Controller,
 		return nil, err
 	}
 	managed := cc.ManagedInformerFactory()
-	return pipeline.NewController(
-		cc.CRDInformerFactory.Pipeline().V1beta1().Pipelines(),
+	c, err := pipeline.NewController(
+		cc.CRDInformerFactory.Pipeline().V1().Pipelines(),
 		managed.Apps().V1().Deployments(),
 		managed.Core().V1().Services(),
 		managed.Core().V1().PersistentVolumeClaims(),
@@ -162,6 +162,24 @@ func newPipelineController(_ context.Context, cc ControllerContext) (Controller,
 		cc.EventRecorder(pipeline.ControllerName),
 		opts,
 	)
+	if err != nil {
+		return nil, err
+	}
+	// Exactly one unit migrates the stored Pipelines, as for Apps: the
+	// whole controller, or with --shards the unit of shard 0, whose own
+	// clients list every Pipeline.
+	if cc.Shard == nil || cc.Shard.Index == 0 {
+		crds, err := cc.APIExtensionsClient(opts.Name)
+		if err != nil {
+			return nil, err
+		}
+		pipelines, err := cc.CRDClient(opts.Name)
+		if err != nil {
+			return nil, err
+		}
+		c.MigrateStorage(crds.ApiextensionsV1().CustomResourceDefinitions(), pipelines)
+	}
+	return c, nil
 }
 
 func newAppController(_ context.Context, cc ControllerContext) (Controller, error) {

@@ -90,12 +90,21 @@ func webhookRegistrations() []WebhookRegistration {
 			o.ManagerNamespace = leaseNamespace(wc.Options.Webhook.Namespace) // as the controller's
 			v := pipelinecontroller.Validator{Options: o, Access: access}
 			v.ListPipelines = func(ctx context.Context) ([]pipelinev1beta1.Pipeline, error) {
-				// From the API server's watch cache: Pipelines are few.
-				list, err := client.PipelineV1beta1().Pipelines().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+				// From the API server's watch cache: Pipelines are few. At
+				// v1, the stored version, converted here: the webhook
+				// judges v1beta1, and a v1beta1 list would call this
+				// manager's conversion webhook back for every Pipeline.
+				list, err := client.PipelineV1().Pipelines().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 				if err != nil {
 					return nil, err
 				}
-				return list.Items, nil
+				out := make([]pipelinev1beta1.Pipeline, len(list.Items))
+				for i := range list.Items {
+					if err := pipelineconversion.V1ToV1beta1(&list.Items[i], &out[i]); err != nil {
+						return nil, err
+					}
+				}
+				return out, nil
 			}
 			return v, nil
 		},

@@ -19,12 +19,14 @@ limitations under the License.
 package applyconfiguration
 
 import (
-	v1 "github.com/ndsl/controller-manager/apis/app/v1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	v1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	v1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
-	appv1 "github.com/ndsl/controller-manager/pkg/generated/applyconfiguration/app/v1"
+	applyconfigurationappv1 "github.com/ndsl/controller-manager/pkg/generated/applyconfiguration/app/v1"
 	applyconfigurationappv1beta1 "github.com/ndsl/controller-manager/pkg/generated/applyconfiguration/app/v1beta1"
 	internal "github.com/ndsl/controller-manager/pkg/generated/applyconfiguration/internal"
+	pipelinev1 "github.com/ndsl/controller-manager/pkg/generated/applyconfiguration/pipeline/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/pkg/generated/applyconfiguration/pipeline/v1beta1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,7 +37,25 @@ import (
 // apply configuration type exists for the given GroupVersionKind.
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
-	// Group=distri-infer.ndsl.cn, Version=v1beta1
+	// Group=distri-infer.ndsl.cn, Version=v1
+	case v1.SchemeGroupVersion.WithKind("ModelStorage"):
+		return &pipelinev1.ModelStorageApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("NFSStorage"):
+		return &pipelinev1.NFSStorageApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("Pipeline"):
+		return &pipelinev1.PipelineApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("PipelineSpec"):
+		return &pipelinev1.PipelineSpecApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("PipelineStatus"):
+		return &pipelinev1.PipelineStatusApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("PipelineStep"):
+		return &pipelinev1.PipelineStepApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("StepStatus"):
+		return &pipelinev1.StepStatusApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("StorageStatus"):
+		return &pipelinev1.StorageStatusApplyConfiguration{}
+
+		// Group=distri-infer.ndsl.cn, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithKind("DetailPhase"):
 		return &pipelinev1beta1.DetailPhaseApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ModelStorage"):
@@ -56,12 +76,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &pipelinev1beta1.StorageStatusApplyConfiguration{}
 
 		// Group=ingress.example.com, Version=v1
-	case v1.SchemeGroupVersion.WithKind("App"):
-		return &appv1.AppApplyConfiguration{}
-	case v1.SchemeGroupVersion.WithKind("AppSpec"):
-		return &appv1.AppSpecApplyConfiguration{}
-	case v1.SchemeGroupVersion.WithKind("AppStatus"):
-		return &appv1.AppStatusApplyConfiguration{}
+	case appv1.SchemeGroupVersion.WithKind("App"):
+		return &applyconfigurationappv1.AppApplyConfiguration{}
+	case appv1.SchemeGroupVersion.WithKind("AppSpec"):
+		return &applyconfigurationappv1.AppSpecApplyConfiguration{}
+	case appv1.SchemeGroupVersion.WithKind("AppStatus"):
+		return &applyconfigurationappv1.AppStatusApplyConfiguration{}
 
 		// Group=ingress.example.com, Version=v1beta1
 	case appv1beta1.SchemeGroupVersion.WithKind("App"):

@@ -42,7 +42,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/controllers/ingress"
 	"github.com/ndsl/controller-manager/pkg/controller"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
@@ -108,7 +108,7 @@ func startCluster(ctx context.Context, cfg config) (*cluster, error) {
 	// A CRD is served a moment after it is established.
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err1 := c.crd.AppV1().Apps(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{Limit: 1})
-		_, err2 := c.crd.PipelineV1beta1().Pipelines().List(ctx, metav1.ListOptions{Limit: 1})
+		_, err2 := c.crd.PipelineV1().Pipelines().List(ctx, metav1.ListOptions{Limit: 1})
 		return err1 == nil && err2 == nil, nil
 	}); err != nil {
 		return c, fmt.Errorf("waiting for the CRDs to be served: %w", err)
@@ -245,7 +245,7 @@ func (c *cluster) waitQuiet(ctx context.Context, maxRate float64, timeout time.D
 // default controllers on.
 var cachedResources = []schema.GroupVersionResource{
 	appv1.SchemeGroupVersion.WithResource("apps"),
-	pipelinev1beta1.SchemeGroupVersion.WithResource("pipelines"),
+	pipelinev1.SchemeGroupVersion.WithResource("pipelines"),
 	appsv1.SchemeGroupVersion.WithResource("deployments"),
 	corev1.SchemeGroupVersion.WithResource("services"),
 	networkingv1.SchemeGroupVersion.WithResource("ingresses"),
@@ -380,7 +380,7 @@ func (c *cluster) managedObjects(ctx context.Context) (int, error) {
 		keep     func(metav1.Object) bool
 	}{
 		{appv1.SchemeGroupVersion.WithResource("apps"), "", nil},
-		{pipelinev1beta1.SchemeGroupVersion.WithResource("pipelines"), "", nil},
+		{pipelinev1.SchemeGroupVersion.WithResource("pipelines"), "", nil},
 		{corev1.SchemeGroupVersion.WithResource("services"), "!" + controller.ManagedByLabel, func(o metav1.Object) bool {
 			_, annotated := o.GetAnnotations()[ingress.AnnotationEnabled]
 			return annotated

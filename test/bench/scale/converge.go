@@ -34,7 +34,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/controllers/pipeline"
 	"github.com/ndsl/controller-manager/pkg/controller"
 	crdinformers "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions"
@@ -329,21 +329,21 @@ func appConverged(a *appv1.App) (converged, ready bool) {
 
 // pipelineConverged: the status was written for the current generation by a
 // reconcile that found the storage and every step's children.
-func pipelineConverged(p *pipelinev1beta1.Pipeline) (converged, ready bool) {
+func pipelineConverged(p *pipelinev1.Pipeline) (converged, ready bool) {
 	if p.Status.ObservedGeneration != p.Generation || len(p.Status.Steps) != len(p.Spec.Steps) {
 		return false, false
 	}
-	degraded := condition(p.Status.Conditions, pipelinev1beta1.ConditionDegraded)
+	degraded := condition(p.Status.Conditions, pipelinev1.ConditionDegraded)
 	if degraded == nil || degraded.Status != metav1.ConditionFalse {
 		return false, false
 	}
-	for _, t := range []string{pipelinev1beta1.ConditionStorageReady, pipelinev1beta1.ConditionStepsReady} {
+	for _, t := range []string{pipelinev1.ConditionStorageReady, pipelinev1.ConditionStepsReady} {
 		cond := condition(p.Status.Conditions, t)
 		if cond == nil || strings.Contains(cond.Message, "does not exist") {
 			return false, false
 		}
 	}
-	readyCond := condition(p.Status.Conditions, pipelinev1beta1.ConditionReady)
+	readyCond := condition(p.Status.Conditions, pipelinev1.ConditionReady)
 	return true, readyCond != nil && readyCond.Status == metav1.ConditionTrue
 }
 
@@ -360,7 +360,7 @@ func watchApps(ctx context.Context, c *cluster, ns string, t *tracker) {
 func watchPipelines(ctx context.Context, c *cluster, phase string, t *tracker) {
 	factory := crdinformers.NewSharedInformerFactoryWithOptions(c.crd, 0,
 		crdinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = benchLabel + "=" + phase }))
-	feed(ctx, factory, factory.Pipeline().V1beta1().Pipelines().Informer(), func(p *pipelinev1beta1.Pipeline) {
+	feed(ctx, factory, factory.Pipeline().V1().Pipelines().Informer(), func(p *pipelinev1.Pipeline) {
 		conv, ready := pipelineConverged(p)
 		t.observe(p.Name, conv, ready)
 	})
@@ -514,7 +514,7 @@ func convergePipelines(ctx context.Context, c *cluster, cfg config, m manager, n
 		measure = createAndMeasureToConvergence
 	}
 	res, err := measure(ctx, c, cfg, name, m, ns, n, watch, waitReady, events, func(ctx context.Context, i int) error {
-		_, err := c.crd.PipelineV1beta1().Pipelines().Create(ctx, newPipeline(phase, i, cfg.steps, ns, c.nodes), metav1.CreateOptions{})
+		_, err := c.crd.PipelineV1().Pipelines().Create(ctx, newPipeline(phase, i, cfg.steps, ns, c.nodes), metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {

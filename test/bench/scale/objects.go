@@ -27,7 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/controllers/ingress"
 	"github.com/ndsl/controller-manager/controllers/pipeline"
 )
@@ -56,26 +56,25 @@ func newApp(i int, replicas int32) *appv1.App {
 
 // newPipeline is the i-th Pipeline of a phase: steps steps, one replica
 // each, pinned round-robin to nodes, children in namespace.
-func newPipeline(phase string, i, steps int, namespace string, nodes []string) *pipelinev1beta1.Pipeline {
-	p := &pipelinev1beta1.Pipeline{
+func newPipeline(phase string, i, steps int, namespace string, nodes []string) *pipelinev1.Pipeline {
+	p := &pipelinev1.Pipeline{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   fmt.Sprintf("%s-pl-%04d", phase, i),
 			Labels: map[string]string{benchLabel: phase},
 		},
-		Spec: pipelinev1beta1.PipelineSpec{
+		Spec: pipelinev1.PipelineSpec{
 			ListenPort: 9080,
 			Namespace:  namespace,
-			ModelStorage: pipelinev1beta1.ModelStorage{
-				Type:         pipelinev1beta1.StorageTypeNFS,
-				CSIParameter: map[string]string{"server": "192.0.2.10", "share": "/exports/models"},
+			ModelStorage: pipelinev1.ModelStorage{
+				NFS: &pipelinev1.NFSStorage{Server: "192.0.2.10", Path: "/exports/models"},
 			},
 		},
 	}
 	for s := range steps {
-		p.Spec.Steps = append(p.Spec.Steps, pipelinev1beta1.PipelineStep{
+		p.Spec.Steps = append(p.Spec.Steps, pipelinev1.PipelineStep{
 			Model:     fmt.Sprintf("model-%d", s+1),
 			Image:     "nginx:1.27",
-			Locations: []string{nodes[(i*steps+s)%len(nodes)]},
+			NodeNames: []string{nodes[(i*steps+s)%len(nodes)]},
 			Replicas:  ptr.To[int32](1),
 			Args:      map[string]string{"listenPort": "9080"},
 		})
@@ -94,7 +93,7 @@ type pipelineChildren struct {
 
 // rawPipelineChildren is what the Pipeline controller creates for p (which
 // was created, so it has a UID): the raw measurement writes the same objects.
-func rawPipelineChildren(p *pipelinev1beta1.Pipeline) pipelineChildren {
+func rawPipelineChildren(p *pipelinev1.Pipeline) pipelineChildren {
 	var c pipelineChildren
 	c.volume, c.claim, c.deployments, c.services = pipeline.DesiredChildren(p, p.Spec.Namespace)
 	return c

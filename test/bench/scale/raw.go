@@ -164,7 +164,7 @@ func rawPipelines(ctx context.Context, c *cluster, cfg config, n int) (rawResult
 	}
 	create := metav1.CreateOptions{FieldManager: controller.FieldManager}
 	r, err := measureRaw(ctx, c, cfg, n, 1+2+2*cfg.steps, func(ctx context.Context, i int) error {
-		p, err := c.crd.PipelineV1beta1().Pipelines().Create(ctx, newPipeline("raw", i, cfg.steps, ns, c.nodes), create)
+		p, err := c.crd.PipelineV1().Pipelines().Create(ctx, newPipeline("raw", i, cfg.steps, ns, c.nodes), create)
 		if err != nil {
 			return fmt.Errorf("creating Pipeline: %w", err)
 		}
@@ -198,7 +198,7 @@ func rawPipelines(ctx context.Context, c *cluster, cfg config, n int) (rawResult
 // volumes, and waits until the volumes are gone (after their claims, once
 // kube-controller-manager releases them).
 func (c *cluster) deleteRawPipelines(ctx context.Context, cfg config, ns string) error {
-	if err := c.crd.PipelineV1beta1().Pipelines().DeleteCollection(ctx, metav1.DeleteOptions{},
+	if err := c.crd.PipelineV1().Pipelines().DeleteCollection(ctx, metav1.DeleteOptions{},
 		metav1.ListOptions{LabelSelector: benchLabel + "=raw"}); err != nil {
 		return fmt.Errorf("deleting the raw Pipelines: %w", err)
 	}

@@ -159,7 +159,8 @@ func TestStepSelectorsIgnoreHelmReleasePods(t *testing.T) {
 // on app.kubernetes.io/instance) made for p in namespace, built from what is
 // desired now and reshaped: storage names did not change.
 func oldChildren(p *pipelinev1beta1.Pipeline, namespace string) []any {
-	pv, pvc, deployments, services := pipeline.DesiredChildren(p, namespace)
+	pv, pvc, deployments, services := desiredChildren(p, namespace)
+	ownedAtV1beta1(pv, pvc)
 	oldName := func(i int) string { return p.Name + "-" + p.Spec.Steps[i%len(p.Spec.Steps)].Model }
 	objs := []any{}
 	for _, storage := range []metav1.Object{pv, pvc} {
@@ -178,6 +179,7 @@ func oldChildren(p *pipelinev1beta1.Pipeline, namespace string) []any {
 			"app.kubernetes.io/instance": name, controller.ManagedByLabel: controller.ManagedByValue,
 		}
 		d.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
+		ownedAtV1beta1(d, services[i])
 		d.Name, d.Labels, d.Spec.Template.Labels = name, l, l
 		d.Spec.Replicas = ptr.To[int32](1)
 		d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"pipeline": p.Name, "app.kubernetes.io/instance": name}}

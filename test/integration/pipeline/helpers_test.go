@@ -36,6 +36,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/ndsl/controller-manager/apis/pipeline/conversion"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/controllers/pipeline"
@@ -229,11 +231,33 @@ func (e *env) ready(name string) *pipelinev1beta1.Pipeline {
 	return e.waitCondition(name, pipelinev1beta1.ConditionReady, metav1.ConditionTrue, "")
 }
 
+// desiredChildren is pipeline.DesiredChildren of p as the controller reads
+// it: converted to v1, the stored version.
+func desiredChildren(p *pipelinev1beta1.Pipeline, namespace string) (*corev1.PersistentVolume, *corev1.PersistentVolumeClaim, []*appsv1.Deployment, []*corev1.Service) {
+	stored := &pipelinev1.Pipeline{}
+	if err := conversion.V1beta1ToV1(p, stored); err != nil {
+		panic(err)
+	}
+	return pipeline.DesiredChildren(stored, namespace)
+}
+
+// ownedAtV1beta1 has objs name their Pipeline at v1beta1, as the children
+// of managers before v1 storage did.
+func ownedAtV1beta1(objs ...metav1.Object) {
+	for _, obj := range objs {
+		refs := obj.GetOwnerReferences()
+		for i := range refs {
+			refs[i].APIVersion = pipelinev1beta1.SchemeGroupVersion.String()
+		}
+		obj.SetOwnerReferences(refs)
+	}
+}
+
 // ownedBy fails unless obj's controller reference is the Pipeline.
 func ownedBy(t *testing.T, obj metav1.Object, p *pipelinev1beta1.Pipeline) {
 	t.Helper()
 	ref := metav1.GetControllerOf(obj)
-	if ref == nil || ref.UID != p.UID || ref.Kind != "Pipeline" || ref.APIVersion != "distri-infer.ndsl.cn/v1beta1" ||
+	if ref == nil || ref.UID != p.UID || ref.Kind != "Pipeline" || ref.APIVersion != "distri-infer.ndsl.cn/v1" ||
 		!ptr.Deref(ref.BlockOwnerDeletion, false) {
 		t.Errorf("%s: controller reference %+v, want Pipeline %s (%s)", obj.GetName(), ref, p.Name, p.UID)
 	}

@@ -34,7 +34,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
-	"github.com/ndsl/controller-manager/controllers/pipeline"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
@@ -52,7 +51,7 @@ func TestForeignClaimBlocksTheSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := newPipeline("foreign-claim", ns, step("a", "foreign-claim-node"), step("b", "foreign-claim-node"))
-	_, claim, _, _ := pipeline.DesiredChildren(p, ns)
+	_, claim, _, _ := desiredChildren(p, ns)
 	_, err := e.kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: claim.Name, Labels: map[string]string{"team": "other"}},
 		Spec: corev1.PersistentVolumeClaimSpec{
@@ -109,7 +108,7 @@ func TestForeignClaimGetsNoVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := newPipeline("claim-squat", ns, step("a", "claim-squat-node"))
-	_, claim, _, _ := pipeline.DesiredChildren(p, ns)
+	_, claim, _, _ := desiredChildren(p, ns)
 	foreign, err := e.kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: claim.Name, Labels: map[string]string{"team": "other"}},
 		Spec: corev1.PersistentVolumeClaimSpec{
@@ -221,7 +220,8 @@ func shortStorageName(p *pipelinev1beta1.Pipeline, namespace string) string {
 // storage named with a 32-bit hash and one volume handle per Pipeline, pods
 // labelled with the Pipeline's name and the model, the image as written.
 func preIssue35Children(p *pipelinev1beta1.Pipeline, namespace string) []any {
-	pv, pvc, deployments, services := pipeline.DesiredChildren(p, namespace)
+	pv, pvc, deployments, services := desiredChildren(p, namespace)
+	ownedAtV1beta1(pv, pvc)
 	name := shortStorageName(p, namespace)
 	ms := &p.Spec.ModelStorage
 	pv.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"}
@@ -232,6 +232,7 @@ func preIssue35Children(p *pipelinev1beta1.Pipeline, namespace string) []any {
 	objs := []any{pv, pvc}
 	for i, d := range deployments {
 		d.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
+		ownedAtV1beta1(d, services[i])
 		for _, l := range []map[string]string{d.Labels, d.Spec.Template.Labels} {
 			l["pipeline"], l["app.kubernetes.io/name"] = p.Name, p.Spec.Steps[i].Model
 		}

@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/ndsl/controller-manager/apis/pipeline/conversion"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/controllers/pipeline"
 )
@@ -69,7 +71,11 @@ func preClaimedStorage(t *testing.T, volumeName string) {
 	ctx := context.Background()
 	victim := newPipeline(uniqueName("victim"), "", nfsExport+"/team-a", step("model"))
 	// A Pipeline's spec is public to every author: B computes the name.
-	_, claim, _, _ := pipeline.DesiredChildren(victim, sharedNamespace)
+	stored := &pipelinev1.Pipeline{}
+	if err := conversion.V1beta1ToV1(victim, stored); err != nil {
+		t.Fatal(err)
+	}
+	_, claim, _, _ := pipeline.DesiredChildren(stored, sharedNamespace)
 	squat := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: claim.Name},
 		Spec: corev1.PersistentVolumeClaimSpec{

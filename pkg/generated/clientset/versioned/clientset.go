@@ -24,6 +24,7 @@ import (
 
 	appv1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/app/v1"
 	appv1beta1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/app/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/pipeline/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/pipeline/v1beta1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
@@ -34,6 +35,7 @@ type Interface interface {
 	Discovery() discovery.DiscoveryInterface
 	AppV1() appv1.AppV1Interface
 	AppV1beta1() appv1beta1.AppV1beta1Interface
+	PipelineV1() pipelinev1.PipelineV1Interface
 	PipelineV1beta1() pipelinev1beta1.PipelineV1beta1Interface
 }
 
@@ -42,6 +44,7 @@ type Clientset struct {
 	*discovery.DiscoveryClient
 	appV1           *appv1.AppV1Client
 	appV1beta1      *appv1beta1.AppV1beta1Client
+	pipelineV1      *pipelinev1.PipelineV1Client
 	pipelineV1beta1 *pipelinev1beta1.PipelineV1beta1Client
 }
 
@@ -53,6 +56,11 @@ func (c *Clientset) AppV1() appv1.AppV1Interface {
 // AppV1beta1 retrieves the AppV1beta1Client
 func (c *Clientset) AppV1beta1() appv1beta1.AppV1beta1Interface {
 	return c.appV1beta1
+}
+
+// PipelineV1 retrieves the PipelineV1Client
+func (c *Clientset) PipelineV1() pipelinev1.PipelineV1Interface {
+	return c.pipelineV1
 }
 
 // PipelineV1beta1 retrieves the PipelineV1beta1Client
@@ -112,6 +120,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.pipelineV1, err = pipelinev1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.pipelineV1beta1, err = pipelinev1beta1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -139,6 +151,7 @@ func New(c rest.Interface) *Clientset {
 	var cs Clientset
 	cs.appV1 = appv1.New(c)
 	cs.appV1beta1 = appv1beta1.New(c)
+	cs.pipelineV1 = pipelinev1.New(c)
 	cs.pipelineV1beta1 = pipelinev1beta1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)

@@ -21,8 +21,9 @@ package externalversions
 import (
 	fmt "fmt"
 
-	v1 "github.com/ndsl/controller-manager/apis/app/v1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	v1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	v1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
@@ -54,12 +55,16 @@ func (f *genericInformer) Lister() cache.GenericLister {
 // TODO extend this to unknown resources with a client pool
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
-	// Group=distri-infer.ndsl.cn, Version=v1beta1
+	// Group=distri-infer.ndsl.cn, Version=v1
+	case v1.SchemeGroupVersion.WithResource("pipelines"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Pipeline().V1().Pipelines().Informer()}, nil
+
+		// Group=distri-infer.ndsl.cn, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithResource("pipelines"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Pipeline().V1beta1().Pipelines().Informer()}, nil
 
 		// Group=ingress.example.com, Version=v1
-	case v1.SchemeGroupVersion.WithResource("apps"):
+	case appv1.SchemeGroupVersion.WithResource("apps"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.App().V1().Apps().Informer()}, nil
 
 		// Group=ingress.example.com, Version=v1beta1

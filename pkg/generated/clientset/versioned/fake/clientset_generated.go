@@ -25,6 +25,8 @@ import (
 	fakeappv1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/app/v1/fake"
 	appv1beta1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/app/v1beta1"
 	fakeappv1beta1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/app/v1beta1/fake"
+	pipelinev1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/pipeline/v1"
+	fakepipelinev1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/pipeline/v1/fake"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/pipeline/v1beta1"
 	fakepipelinev1beta1 "github.com/ndsl/controller-manager/pkg/generated/clientset/versioned/typed/pipeline/v1beta1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,6 +150,11 @@ func (c *Clientset) AppV1() appv1.AppV1Interface {
 // AppV1beta1 retrieves the AppV1beta1Client
 func (c *Clientset) AppV1beta1() appv1beta1.AppV1beta1Interface {
 	return &fakeappv1beta1.FakeAppV1beta1{Fake: &c.Fake}
+}
+
+// PipelineV1 retrieves the PipelineV1Client
+func (c *Clientset) PipelineV1() pipelinev1.PipelineV1Interface {
+	return &fakepipelinev1.FakePipelineV1{Fake: &c.Fake}
 }
 
 // PipelineV1beta1 retrieves the PipelineV1beta1Client

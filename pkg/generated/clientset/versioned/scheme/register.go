@@ -21,6 +21,7 @@ package scheme
 import (
 	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -35,6 +36,7 @@ var ParameterCodec = runtime.NewParameterCodec(Scheme)
 var localSchemeBuilder = runtime.SchemeBuilder{
 	appv1.AddToScheme,
 	appv1beta1.AddToScheme,
+	pipelinev1.AddToScheme,
 	pipelinev1beta1.AddToScheme,
 }
 

@@ -20,11 +20,14 @@ package pipeline
 
 import (
 	internalinterfaces "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions/internalinterfaces"
+	v1 "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions/pipeline/v1"
 	v1beta1 "github.com/ndsl/controller-manager/pkg/generated/informers/externalversions/pipeline/v1beta1"
 )
 
 // Interface provides access to each of this group's versions.
 type Interface interface {
+	// V1 provides access to shared informers for resources in V1.
+	V1() v1.Interface
 	// V1beta1 provides access to shared informers for resources in V1beta1.
 	V1beta1() v1beta1.Interface
 }
@@ -38,6 +41,11 @@ type group struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &group{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// V1 returns a new v1.Interface.
+func (g *group) V1() v1.Interface {
+	return v1.New(g.factory, g.namespace, g.tweakListOptions)
 }
 
 // V1beta1 returns a new v1beta1.Interface.
