@@ -139,13 +139,12 @@ func testCategoriesAndShortNames(t *testing.T) {
 }
 
 // TestStorageVersions: each CRD of these files serves only the version it
-// stores, v1 for Apps and still v1beta1 for Pipelines: they have no
-// conversion, and another version without it reads relabelled data and
+// stores, v1 for Apps and Pipelines alike: they have no conversion, and another version without it reads relabelled data and
 // drops fields on writes. manifests/default patches in the conversion
 // webhook and serves the other version (test/integration/manifests and
 // test/integration/webhooks test it).
 func TestStorageVersions(t *testing.T) {
-	for file, want := range map[string]string{"ingress.example.com_apps.yaml": "v1", "distri-infer.ndsl.cn_pipelines.yaml": "v1beta1"} {
+	for file, want := range map[string]string{"ingress.example.com_apps.yaml": "v1", "distri-infer.ndsl.cn_pipelines.yaml": "v1"} {
 		crd := readCRD(t, file)
 		served, storage := map[string]bool{}, ""
 		for _, v := range crd.Spec.Versions {

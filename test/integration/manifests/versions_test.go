@@ -77,7 +77,7 @@ func servesWithoutConversion(crd *apiextensionsv1.CustomResourceDefinition) []st
 // Issue 21, item 4: no install path serves a version but the stored one
 // without conversion. make install (and make run against a cluster)
 // applies manifests/crd: each CRD serves its storage version alone (v1 for
-// Apps, v1beta1 for Pipelines). make deploy, and manifests/default with the
+// Apps and Pipelines). make deploy, and manifests/default with the
 // cert-manager component, configure the conversion webhook and serve both.
 func TestEveryInstallPathServesOtherVersionsOnlyWithConversion(t *testing.T) {
 	for _, dir := range []string{"crd", "default", "components/cert-manager", "components/cleanup", "components/prometheus"} {

@@ -31,14 +31,14 @@ import (
 
 	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
-	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
 // crdsAt returns the CRDs of manifests/crd, every version served through
-// this process's conversion webhook, with the Apps' stored at storage.
+// this process's conversion webhook, each stored at storage (an earlier
+// release stored both at v1beta1).
 func crdsAt(t *testing.T, storage string) []*apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	crds, err := controlplane.CRDs()
@@ -51,9 +51,6 @@ func crdsAt(t *testing.T, storage string) []*apiextensionsv1.CustomResourceDefin
 	}
 	crds = controlplane.WithConversion(crds, url, caBundle)
 	for _, crd := range crds {
-		if crd.Name != appcontroller.CRDName {
-			continue
-		}
 		for i := range crd.Spec.Versions {
 			crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == storage
 		}
@@ -61,25 +58,26 @@ func crdsAt(t *testing.T, storage string) []*apiextensionsv1.CustomResourceDefin
 	return crds
 }
 
-// appsCRDAt is the Apps' CRD of crdsAt.
-func appsCRDAt(t *testing.T, storage string) *apiextensionsv1.CustomResourceDefinition {
+// crdAt is the CRD called name of crdsAt.
+func crdAt(t *testing.T, name, storage string) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	for _, crd := range crdsAt(t, storage) {
-		if crd.Name == appcontroller.CRDName {
+		if crd.Name == name {
 			return crd
 		}
 	}
-	t.Fatalf("no CRD %s in manifests/crd", appcontroller.CRDName)
+	t.Fatalf("no CRD %s in manifests/crd", name)
 	return nil
 }
 
-// upgradeCRD gives the Apps' CRD the versions of the current release, as
-// its install's apply does: the storage version becomes v1.
-func upgradeCRD(ctx context.Context, t *testing.T, crds apiextensionsclient.Interface) {
+// upgradeCRD gives the CRD called name the versions of the current
+// release, as its install's apply does: the storage version becomes v1.
+// The other CRD stays as it is.
+func upgradeCRD(ctx context.Context, t *testing.T, crds apiextensionsclient.Interface, name string) {
 	t.Helper()
-	current := appsCRDAt(t, appv1.SchemeGroupVersion.Version)
+	current := crdAt(t, name, "v1")
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		crd, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, appcontroller.CRDName, metav1.GetOptions{})
+		crd, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -88,7 +86,7 @@ func upgradeCRD(ctx context.Context, t *testing.T, crds apiextensionsclient.Inte
 		return err
 	})
 	if err != nil {
-		t.Fatalf("making v1 the storage version of %s: %v", appcontroller.CRDName, err)
+		t.Fatalf("making v1 the storage version of %s: %v", name, err)
 	}
 }
 

@@ -14,12 +14,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package storageversion tests the Apps' storage version migration the
-// manager runs under its Lease (pkg/storageversion, the App controller's
-// MigrateStorage) against a real API server and etcd: Apps written while
-// an earlier release stored v1beta1 end up stored at v1, and the CRD's
-// status.storedVersions at [v1]. Without kube-controller-manager: the
-// Apps' status stays as the App controller first writes it.
+// Package storageversion tests the storage version migrations the manager
+// runs under its Lease (pkg/storageversion, the App and Pipeline
+// controllers' MigrateStorage) against a real API server and etcd: Apps and
+// Pipelines written while an earlier release stored v1beta1 end up stored
+// at v1, and each CRD's status.storedVersions at [v1]. Without
+// kube-controller-manager: the status stays as the controller first
+// writes it.
 package storageversion
 
 import (

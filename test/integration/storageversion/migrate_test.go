@@ -92,9 +92,9 @@ func TestTheLeaderMigratesStoredAppsOnce(t *testing.T) {
 	before := readApps(ctx, t, client, names)
 
 	// The upgrade: the CRD first, the manager once the API server stores v1.
-	upgradeCRD(ctx, t, crds)
+	upgradeCRD(ctx, t, crds, appcontroller.CRDName)
 	waitStoredAt(t, client, home, "v1")
-	if got := storedVersions(ctx, t, crds); !slices.Equal(got, []string{"v1beta1", "v1"}) {
+	if got := storedVersions(ctx, t, crds, appcontroller.CRDName); !slices.Equal(got, []string{"v1beta1", "v1"}) {
 		t.Fatalf("status.storedVersions = %v after the upgrade, want [v1beta1 v1]", got)
 	}
 	cfg := framework.ServiceAccountWithClusterRoles(t, cp, home, "rbac/controllers/app.yaml", "rbac/leader-election.yaml")
@@ -163,7 +163,7 @@ func TestTheLeaderMigratesStoredAppsOnce(t *testing.T) {
 
 	// A new leadership term, with one Lease: one GET of the CRD, no write.
 	settled := readApps(ctx, t, client, names)
-	crdVersion := crdResourceVersion(ctx, t, crds)
+	crdVersion := crdResourceVersion(ctx, t, crds, appcontroller.CRDName)
 	reconciles := framework.ReconcileCount(t, appcontroller.ControllerName)
 	second := framework.StartManager(t, cfg, leaderElection(home, "migrate-single", 1))
 	framework.Eventually(t, migrateDeadline, "the next leader to read the CRD and reconcile every App", func(context.Context) (bool, error) {
@@ -177,7 +177,7 @@ func TestTheLeaderMigratesStoredAppsOnce(t *testing.T) {
 	if writes := second.Writes.Summary(); strings.Contains(writes, "/status") {
 		t.Errorf("the next leader wrote a status:\n%s", writes)
 	}
-	if got := crdResourceVersion(ctx, t, crds); got != crdVersion {
+	if got := crdResourceVersion(ctx, t, crds, appcontroller.CRDName); got != crdVersion {
 		t.Errorf("the CRD was written in the next term: resourceVersion %s → %s", crdVersion, got)
 	}
 	for n, now := range readApps(ctx, t, client, names) {
@@ -270,18 +270,18 @@ func namespacesInBothShards(t *testing.T) []string {
 	return namespaces
 }
 
-func storedVersions(ctx context.Context, t *testing.T, crds apiextensionsclient.Interface) []string {
+func storedVersions(ctx context.Context, t *testing.T, crds apiextensionsclient.Interface, name string) []string {
 	t.Helper()
-	crd, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, appcontroller.CRDName, metav1.GetOptions{})
+	crd, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return crd.Status.StoredVersions
 }
 
-func crdResourceVersion(ctx context.Context, t *testing.T, crds apiextensionsclient.Interface) string {
+func crdResourceVersion(ctx context.Context, t *testing.T, crds apiextensionsclient.Interface, name string) string {
 	t.Helper()
-	crd, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, appcontroller.CRDName, metav1.GetOptions{})
+	crd, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
