@@ -28,21 +28,26 @@ import (
 
 // A CRD holding objects stored at another version than its storage
 // version is not released: without conversion they would be read as the
-// storage version. Once only the storage version is stored, it is.
+// storage version. Once only the storage version is stored, it is. Both
+// CRDs store v1 and were stored at v1beta1 before.
 func TestReleaseRefusesWhileAnotherVersionIsStored(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	for _, tc := range []struct {
+		crd     string
 		stored  []string
 		wantErr string
 	}{
-		{stored: []string{"v1beta1", "v1"}, wantErr: "objects are still stored as v1beta1 " +
+		{crd: "apps.ingress.example.com", stored: []string{"v1beta1", "v1"}, wantErr: "objects are still stored as v1beta1 " +
 			"(status.storedVersions [v1beta1 v1]); run the manager until it has migrated them, or hack/migrate-storage.sh, then retry"},
-		{stored: []string{"v1"}},
+		{crd: "apps.ingress.example.com", stored: []string{"v1"}},
+		{crd: "pipelines.distri-infer.ndsl.cn", stored: []string{"v1beta1", "v1"}, wantErr: "objects are still stored as v1beta1 " +
+			"(status.storedVersions [v1beta1 v1]); run the manager until it has migrated them, or hack/migrate-storage.sh, then retry"},
+		{crd: "pipelines.distri-infer.ndsl.cn", stored: []string{"v1"}},
 	} {
-		t.Run(strings.Join(tc.stored, ","), func(t *testing.T) {
+		t.Run(tc.crd+"/"+strings.Join(tc.stored, ","), func(t *testing.T) {
 			// Not NewClientset: its field manager has no schema for CRDs.
 			client := fake.NewSimpleClientset(&apiextensionsv1.CustomResourceDefinition{
-				ObjectMeta: metav1.ObjectMeta{Name: "apps.ingress.example.com"},
+				ObjectMeta: metav1.ObjectMeta{Name: tc.crd},
 				Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 					Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
 						{Name: "v1beta1", Served: true}, {Name: "v1", Served: true, Storage: true}},
@@ -50,8 +55,8 @@ func TestReleaseRefusesWhileAnotherVersionIsStored(t *testing.T) {
 				},
 				Status: apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: tc.stored},
 			})
-			err := releaseCRD(ctx, client.ApiextensionsV1().CustomResourceDefinitions(), "apps.ingress.example.com")
-			crd, getErr := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "apps.ingress.example.com", metav1.GetOptions{})
+			err := releaseCRD(ctx, client.ApiextensionsV1().CustomResourceDefinitions(), tc.crd)
+			crd, getErr := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, tc.crd, metav1.GetOptions{})
 			if getErr != nil {
 				t.Fatal(getErr)
 			}
