@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -283,12 +284,14 @@ func first(s []string) string {
 	return s[0]
 }
 
-// controlledBy fails unless obj's controller reference is the object uid.
+// controlledBy fails unless obj's controller reference is the object uid,
+// named at v1 (Apps and Pipelines are stored at v1, and the manager names
+// them so; a Service is core v1).
 func controlledBy(t testing.TB, obj metav1.Object, kind string, uid types.UID) {
 	t.Helper()
 	ref := metav1.GetControllerOf(obj)
-	if ref == nil || ref.UID != uid || ref.Kind != kind {
-		t.Errorf("%s/%s: controller reference %+v, want %s %s", obj.GetNamespace(), obj.GetName(), ref, kind, uid)
+	if ref == nil || ref.UID != uid || ref.Kind != kind || path.Base(ref.APIVersion) != "v1" {
+		t.Errorf("%s/%s: controller reference %+v, want %s %s at v1", obj.GetNamespace(), obj.GetName(), ref, kind, uid)
 	}
 }
 

@@ -133,6 +133,10 @@ func TestInClusterHelmUninstallAndReinstallElsewhere(t *testing.T) {
 	for _, p := range pipelines {
 		waitPipelineConverged(t, p)
 	}
+	// The uninstall's crds release refuses while objects are stored at
+	// v1beta1: the manager has migrated both kinds by now.
+	waitStoredVersions(t, appsCRD, "v1")
+	waitStoredVersions(t, pipelinesCRD, "v1")
 
 	began := time.Now()
 	if _, err := u.run(ctx, "uninstall", helmRelease, "--wait", "--timeout", "3m"); err != nil {

@@ -173,7 +173,7 @@ func (u helmUpgrade) revision(t *testing.T) int {
 // after the upgrade that moves the owner references to v1: a metadata
 // write), the same ReplicaSets, the same pods (UIDs) with the same restart
 // counts, their Services and Ingresses the same objects. After the upgrade
-// the Apps are stored at v1 alone (status.storedVersions).
+// the Apps and the Pipelines are stored at v1 alone (status.storedVersions).
 func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 	u := helmUpgradeFromEnv(t)
 	if managerImage(t) != u.oldImage {
@@ -201,8 +201,8 @@ func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 		do    func()
 		// lease is the Lease one of the new pods must hold after the step.
 		lease string
-		// migrates: the step moves the Apps stored at v1beta1 to v1, and
-		// their children's owner references with them.
+		// migrates: the step moves the Apps and Pipelines stored at
+		// v1beta1 to v1, and their children's owner references with them.
 		migrates bool
 	}{
 		{"helm upgrade to the current chart and image", u.newImage, func() { u.install(t, u.newChart, u.newImage) }, framework.LeaseName, true},
@@ -233,6 +233,7 @@ func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 		waitLeaseHeldAmong(t, step.lease, pods)
 		if step.migrates {
 			waitStoredVersions(t, "apps.ingress.example.com", "v1")
+			waitStoredVersions(t, pipelinesCRD, "v1")
 		}
 		checkLayouts(t, layouts, step.name)
 		waitAppsReady(t, ns, upgradeApps, time.Minute)
