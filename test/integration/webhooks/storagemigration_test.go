@@ -59,10 +59,14 @@ func TestStorageMigrationRecipe(t *testing.T) {
 	defer cancel()
 	ns := framework.CreateNamespace(t, cp.Client)
 	crds := apiextensionsclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
-	// Apps stored at v1beta1, as releases before v1 stored them.
-	setStorageVersion(ctx, t, crds, "apps.ingress.example.com", "v1beta1")
-	t.Cleanup(func() { setStorageVersion(context.Background(), t, crds, "apps.ingress.example.com", "v1") })
+	// Apps and Pipelines stored at v1beta1, as releases before v1 stored them.
+	crdNames := []string{"apps.ingress.example.com", "pipelines.distri-infer.ndsl.cn"}
+	for _, name := range crdNames {
+		setStorageVersion(ctx, t, crds, name, "v1beta1")
+		t.Cleanup(func() { setStorageVersion(context.Background(), t, crds, name, "v1") })
+	}
 	waitAppsStoredAt(ctx, t, ns, "v1beta1")
+	waitPipelinesStoredAt(ctx, t, "v1beta1")
 
 	objects := []storedObject{
 		{gvr: appsV1beta1, namespace: ns, name: "migrate-a"},
@@ -87,12 +91,11 @@ func TestStorageMigrationRecipe(t *testing.T) {
 	}
 	before := readAll(ctx, t, objects)
 
-	crdNames := []string{"apps.ingress.example.com", "pipelines.distri-infer.ndsl.cn"}
 	for _, name := range crdNames {
 		setStorageVersion(ctx, t, crds, name, "v1")
-		t.Cleanup(func() { setStorageVersion(context.Background(), t, crds, name, "v1beta1") })
 	}
 	waitAppsStoredAt(ctx, t, ns, "v1")
+	waitPipelinesStoredAt(ctx, t, "v1")
 	for _, o := range objects {
 		if got := storedAPIVersion(ctx, t, o); got != o.gvr.GroupVersion().String() {
 			t.Fatalf("%s is stored as %s before the script ran, want it still at %s", o.etcdKey(), got, o.gvr.GroupVersion())
@@ -151,6 +154,29 @@ func waitAppsStoredAt(ctx context.Context, t *testing.T, ns, version string) {
 		t.Fatalf("new Apps are not stored at %s after the storage version changed: %v (last: %s)", version, err, last)
 	}
 	if err := dyn.Resource(appsV1beta1).Namespace(ns).Delete(ctx, probe.name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitPipelinesStoredAt waits until a new Pipeline is stored at version.
+func waitPipelinesStoredAt(ctx context.Context, t *testing.T, version string) {
+	t.Helper()
+	probe := storedObject{gvr: pipelinesV1beta1, name: "migrate-probe"}
+	var last string
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_ = dyn.Resource(pipelinesV1beta1).Delete(ctx, probe.name, metav1.DeleteOptions{})
+		obj := allowlistPipeline(probe.name, "10.0.0.1", "/probe", "nginx:1.27")
+		obj.SetLabels(nil)
+		if _, err := dyn.Resource(pipelinesV1beta1).Create(ctx, obj, strict); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = "stored as " + storedAPIVersion(ctx, t, probe)
+		return last == "stored as distri-infer.ndsl.cn/"+version, nil
+	}); err != nil {
+		t.Fatalf("new Pipelines are not stored at %s after the storage version changed: %v (last: %s)", version, err, last)
+	}
+	if err := dyn.Resource(pipelinesV1beta1).Delete(ctx, probe.name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
