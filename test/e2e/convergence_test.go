@@ -32,7 +32,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
-	"github.com/ndsl/controller-manager/apis/pipeline/conversion"
 	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/controllers/ingress"
@@ -85,10 +84,7 @@ func TestSamplesConverge(t *testing.T) {
 				sample.Spec.Steps[i].Image = workloadImage()
 			}
 		}
-		created, err := cluster.Typed.PipelineV1beta1().Pipelines().Create(context.Background(), &sample, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("creating the v1beta1 sample: %v", err)
-		}
+		created := createPipeline(t, &sample)
 		deletePipelineAtEnd(t, created.Name)
 		checkPipelineConverges(t, created.Name)
 	})
@@ -107,13 +103,8 @@ func TestSamplesConverge(t *testing.T) {
 				v1Sample.Spec.Steps[i].Image = workloadImage()
 			}
 		}
-		// Converted here as the conversion webhook would: the generated
-		// clientset has no Pipeline v1 client.
-		var sample pipelinev1beta1.Pipeline
-		if err := conversion.V1ToV1beta1(&v1Sample, &sample); err != nil {
-			t.Fatal(err)
-		}
-		created, err := cluster.Typed.PipelineV1beta1().Pipelines().Create(context.Background(), &sample, metav1.CreateOptions{})
+		// At v1, the stored version: no conversion on the way in.
+		created, err := cluster.Typed.PipelineV1().Pipelines().Create(context.Background(), &v1Sample, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("creating the v1 sample: %v", err)
 		}
@@ -132,10 +123,7 @@ func TestSamplesConverge(t *testing.T) {
 		integration.LoadManifest(t, "samples/pipeline-v1beta1.yaml", &sample)
 		sample.Name += "-missing-nodes-" + suffix(ns)
 		missing := sample.Spec.Steps[0].Location
-		created, err := cluster.Typed.PipelineV1beta1().Pipelines().Create(context.Background(), &sample, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("creating the v1beta1 sample: %v", err)
-		}
+		created := createPipeline(t, &sample)
 		deletePipelineAtEnd(t, created.Name)
 		p := waitPipeline(t, created.Name, "StepsReady=False naming the missing node "+missing, func(p *pipelinev1beta1.Pipeline) bool {
 			return pipelineCondition(p, pipelinev1beta1.ConditionStepsReady, metav1.ConditionFalse, "missing node(s) "+missing)

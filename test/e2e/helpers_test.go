@@ -38,6 +38,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	"github.com/ndsl/controller-manager/test/e2e/framework"
 	integration "github.com/ndsl/controller-manager/test/integration/framework"
@@ -212,6 +213,20 @@ func createApp(t testing.TB, ns string, app *appv1beta1.App) *appv1beta1.App {
 	eventually(t, 30*time.Second, "creating App "+app.Name, func(ctx context.Context) (bool, error) {
 		var err error
 		created, err = cluster.Typed.AppV1beta1().Apps(ns).Create(ctx, app, metav1.CreateOptions{})
+		return err == nil, err
+	})
+	return created
+}
+
+// createPipeline creates p through v1beta1, retrying: Pipelines are stored
+// at v1, and a v1beta1 write needs the conversion webhook, which the API
+// server reaches once a manager has written the CRD's caBundle.
+func createPipeline(t testing.TB, p *pipelinev1beta1.Pipeline) *pipelinev1beta1.Pipeline {
+	t.Helper()
+	var created *pipelinev1beta1.Pipeline
+	eventually(t, 30*time.Second, "creating Pipeline "+p.Name, func(ctx context.Context) (bool, error) {
+		var err error
+		created, err = cluster.Typed.PipelineV1beta1().Pipelines().Create(ctx, p, metav1.CreateOptions{})
 		return err == nil, err
 	})
 	return created

@@ -67,10 +67,7 @@ func TestSeedPipelineUnderRestrictedPodSecurity(t *testing.T) {
 			sample.Spec.Steps[i].Image = image
 		}
 	}
-	created, err := cluster.Typed.PipelineV1beta1().Pipelines().Create(context.Background(), &sample, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating the seed Pipeline: %v", err)
-	}
+	created := createPipeline(t, &sample)
 	deletePipelineAtEnd(t, created.Name)
 	// Ready=True: every step's pods were admitted under restricted and are
 	// Ready (on kind: running as the image's non-root user).

@@ -268,9 +268,7 @@ func createPipelines(t *testing.T, dyn dynamic.Interface, suffix string) []strin
 		beta.Spec.Steps[i].Image = workloadImage()
 		beta.Spec.Steps[i].Replicas = ptr.To[int32](1)
 	}
-	if _, err := cluster.Typed.PipelineV1beta1().Pipelines().Create(context.Background(), &beta, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating Pipeline %s: %v", beta.Name, err)
-	}
+	createPipeline(t, &beta)
 	deletePipelineAtEnd(t, beta.Name)
 
 	var v1 pipelinev1.Pipeline
