@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Package conversion converts Pipeline objects between v1beta1 (the design
-// notes' API, stored) and v1 (cleaned up). Every v1 Pipeline has exactly one
+// notes' API) and v1 (cleaned up, stored). Every v1 Pipeline has exactly one
 // v1beta1 form, so v1 -> v1beta1 -> v1 needs no help. v1beta1 can say more:
 // where the storage type sits, extra csiParameter keys, location beside
 // locations, a stray spec.status, a detailPhase or stepCount that does not
