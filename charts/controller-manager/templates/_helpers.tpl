@@ -92,6 +92,9 @@ cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/controller-manager-webh
 {{- with .Values.pipeline.namespace }}
 - {{ printf "--pipeline-namespace=%s" . | quote }}
 {{- end }}
+{{- with .Values.pipeline.allowedNamespaces }}
+- {{ printf "--pipeline-allowed-namespaces=%s" (join "," .) | quote }}
+{{- end }}
 {{- if .Values.pipeline.createNamespaces }}
 - --pipeline-create-namespaces=true
 {{- end }}
@@ -133,8 +136,8 @@ cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/controller-manager-webh
 {{- end }}
 {{- end }}
 
-{{/* Who admits Apps: "policies" (the API server, manifests/policies) or
-"webhooks" (the manager). admission.by auto takes the policies where the
+{{/* Who admits Apps and Pipelines: "policies" (the API server,
+manifests/policies) or "webhooks" (the manager). admission.by auto takes the policies where the
 cluster serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy
 (Kubernetes 1.36 and later). */}}
 {{- define "cm.appAdmission" -}}
