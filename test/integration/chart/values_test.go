@@ -87,15 +87,15 @@ func TestChartNamespaceFromTheRelease(t *testing.T) {
 			if len(hooks) != 3 {
 				t.Fatalf("%d admission webhooks, want 3", len(hooks))
 			}
-			// The App's are kept where the policies admit Apps, never called.
+			// They are kept where the policies admit Apps and Pipelines, never called.
 			for _, h := range hooks {
 				inert := framework.NeverCalled(h.MatchConditions)
-				if want := tc.admissionBy == "policies" && strings.Contains(h.Name, ".apps."); inert != want {
+				if want := tc.admissionBy == "policies"; inert != want {
 					t.Errorf("webhook %s: never called %v, want %v", h.Name, inert, want)
 				}
 			}
 			bindings := append(ofKind(objects, "MutatingAdmissionPolicyBinding"), ofKind(objects, "ValidatingAdmissionPolicyBinding")...)
-			if want := map[string]int{"webhooks": 0, "policies": 3}[tc.admissionBy]; len(bindings) != want {
+			if want := map[string]int{"webhooks": 0, "policies": 5}[tc.admissionBy]; len(bindings) != want {
 				t.Errorf("%d admission policy bindings, want %d", len(bindings), want)
 			}
 			for _, b := range bindings {
@@ -103,6 +103,9 @@ func TestChartNamespaceFromTheRelease(t *testing.T) {
 				b.into(t, &binding)
 				if sel := binding.Spec.MatchResources.NamespaceSelector; !excludes(sel, ns) || !excludes(sel, "kube-system") {
 					t.Errorf("%s: namespaceSelector %v must leave %s and kube-system out", b.key(), sel, ns)
+				}
+				if ref := binding.Spec.ParamRef; ref != nil && ref.Namespace != ns {
+					t.Errorf("%s: paramRef %+v, want the ConfigMap in %s", b.key(), ref, ns)
 				}
 			}
 			for _, h := range hooks {

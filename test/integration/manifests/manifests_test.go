@@ -157,7 +157,7 @@ func TestCleanupRightsAreOptIn(t *testing.T) {
 			case "Deployment":
 				var d appsv1.Deployment
 				convert(t, doc, &d)
-				args = d.Spec.Template.Spec.Containers[0].Args
+				args = expandedArgs(t, docs, d.Spec.Template.Spec.Containers[0])
 			}
 		}
 		return roles, bindings, args
@@ -182,9 +182,46 @@ func TestCleanupRightsAreOptIn(t *testing.T) {
 	}
 }
 
+// expandedArgs are c's arguments as the kubelet passes them: each $(VAR)
+// replaced by the value of the env var, which the ConfigMaps of the build
+// hold (the Pipeline flags, from controller-manager-pipeline-options). A
+// variable left unexpanded fails the test.
+func expandedArgs(t *testing.T, docs []map[string]any, c corev1.Container) []string {
+	t.Helper()
+	data := map[string]map[string]string{}
+	for _, doc := range docs {
+		if doc["kind"] == "ConfigMap" {
+			var cm corev1.ConfigMap
+			convert(t, doc, &cm)
+			data[cm.Name] = cm.Data
+		}
+	}
+	var args []string
+	for _, a := range c.Args {
+		for _, e := range c.Env {
+			value := e.Value
+			if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+				ref := e.ValueFrom.ConfigMapKeyRef
+				v, ok := data[ref.Name][ref.Key]
+				if !ok {
+					t.Errorf("env %s: the build has no ConfigMap %s with key %s", e.Name, ref.Name, ref.Key)
+				}
+				value = v
+			}
+			a = strings.ReplaceAll(a, "$("+e.Name+")", value)
+		}
+		if strings.Contains(a, "$(") {
+			t.Errorf("argument %q names a variable the container does not define", a)
+		}
+		args = append(args, a)
+	}
+	return args
+}
+
 func TestDeploymentIsHardenedAndHighlyAvailable(t *testing.T) {
 	var d *appsv1.Deployment
-	for _, doc := range build(t, "default") {
+	docs := build(t, "default")
+	for _, doc := range docs {
 		if doc["kind"] == "Deployment" {
 			d = &appsv1.Deployment{}
 			convert(t, doc, d)
@@ -223,7 +260,7 @@ func TestDeploymentIsHardenedAndHighlyAvailable(t *testing.T) {
 	flags := app.NewRegistry().Flags(fs)
 	set := flags.FlagSet("all")
 	options.AddAll(set, flags)
-	if err := set.Parse(c.Args); err != nil {
+	if err := set.Parse(expandedArgs(t, docs, c)); err != nil {
 		t.Errorf("the Deployment's args do not parse: %v", err)
 	}
 	checkShutdownTimings(t, pod, fs.Generic)
@@ -423,14 +460,12 @@ func TestWebhooksFailClosedAndReachTheManager(t *testing.T) {
 		if h.TimeoutSeconds == nil || *h.TimeoutSeconds > 5 {
 			t.Errorf("webhook %s: timeoutSeconds %v, want at most 5", h.Name, h.TimeoutSeconds)
 		}
-		// Apps are matched at the version sent, both listed: a request
-		// through v1, the stored version, needs no conversion to be matched.
-		wantPolicy := admissionregistrationv1.Equivalent
-		if strings.HasSuffix(h.Name, ".apps.ingress.example.com") {
-			wantPolicy = admissionregistrationv1.Exact
-			if len(h.Rules) != 1 || !slices.Equal(h.Rules[0].APIVersions, []string{"v1beta1", "v1"}) {
-				t.Errorf("webhook %s: rules %v, want one for v1beta1 and v1", h.Name, h.Rules)
-			}
+		// Apps and Pipelines are matched at the version sent, both listed: a
+		// request through the stored version needs no conversion to be
+		// matched.
+		wantPolicy := admissionregistrationv1.Exact
+		if len(h.Rules) != 1 || !slices.Equal(h.Rules[0].APIVersions, []string{"v1beta1", "v1"}) {
+			t.Errorf("webhook %s: rules %v, want one for v1beta1 and v1", h.Name, h.Rules)
 		}
 		if h.MatchPolicy == nil || *h.MatchPolicy != wantPolicy {
 			t.Errorf("webhook %s: matchPolicy %v, want %s", h.Name, ptr.Deref(h.MatchPolicy, ""), wantPolicy)

@@ -416,6 +416,14 @@ func pipelineAdmissions(t *testing.T) []pipelineAdmission {
 		{name: "update raising replicas over", old: with(b(paTeamA, "nginx"), 0, "replicas", int64(5)),
 			spec: with(b(paTeamA, "nginx"), 0, "replicas", int64(20))},
 
+		// The most steps the schema allows: the CEL cost of 64 images read,
+		// and of 64 refusals (whose message is longer than the 5 KiB a
+		// policy's message may be).
+		{name: "64 steps", spec: b(paTeamA, manySteps("registry.example.com/team/model-%d:v1")...)},
+		{name: "64 steps, a long image each", spec: b(paTeamA, manySteps("registry.example.com/"+strings.Repeat("a", 200)+"/m-%d:v1")...)},
+		{name: "64 steps refused", spec: b(paTeamA, manySteps("quay.io/other/model-%d:v1")...),
+			differs: "a policy's message is cut off at 5 KiB: past it the API server gives the validation's static message, which names the fields"},
+
 		// Everything at once.
 		{name: "every allowlist refuses", spec: with(pipelineSpec("v1beta1", "10.0.0.66", "/x", paTeamB, "evil", hex(64)), 0, "replicas", int64(11))},
 
@@ -454,6 +462,15 @@ func pipelineAdmissions(t *testing.T) []pipelineAdmission {
 			differs: "the webhook lists the stored Pipelines to refuse an overlapping directory; a policy cannot list objects, and the controller refuses it (Degraded, StorageOverlap)"},
 	}
 	return cases
+}
+
+// manySteps is 64 images, format with each step's index.
+func manySteps(format string) []string {
+	images := make([]string, 64)
+	for i := range images {
+		images[i] = fmt.Sprintf(format, i)
+	}
+	return images
 }
 
 // pipelineOutcome is what a client sees of a Pipeline admission.
