@@ -97,7 +97,9 @@ func pipelineAgreementLabels() []string {
 	return values
 }
 
-func pathValidatePipelinesConfig(c pipelineConfig) string { return "/test-validate-pipelines-" + c.name }
+func pathValidatePipelinesConfig(c pipelineConfig) string {
+	return "/test-validate-pipelines-" + c.name
+}
 
 // registerPipelineAgreementWebhooks serves the Pipeline validator once per
 // configuration, as the manager builds it: with the requester's rights
@@ -503,7 +505,9 @@ func TestPipelinePoliciesAgreeWithWebhooks(t *testing.T) {
 	if _, err := dyn.Resource(pipelinesV1beta1).Create(ctx, outer, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = dyn.Resource(pipelinesV1beta1).Delete(context.Background(), "outer", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = dyn.Resource(pipelinesV1beta1).Delete(context.Background(), "outer", metav1.DeleteOptions{})
+	})
 
 	for _, config := range pipelineConfigs {
 		for i, c := range pipelineAdmissions(t) {
