@@ -214,4 +214,24 @@ func TestPipelinesWithTheManagerDown(t *testing.T) {
 		_, err := userClient(t, "carol").Resource(gvr).Get(ctx, name, metav1.GetOptions{})
 		return err != nil && strings.Contains(err.Error(), "not found"), nil
 	})
+
+	// Without the allowlists' ConfigMap, nothing is admitted unchecked.
+	cms, err := cp.Client.CoreV1().ConfigMaps("ndsl-system").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range cms.Items {
+		if strings.HasPrefix(cm.Name, framework.PipelineOptionsConfigMap+"-") {
+			if err := cp.Client.CoreV1().ConfigMaps("ndsl-system").Delete(ctx, cm.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	framework.Eventually(t, timeout, "a Pipeline to be refused without the ConfigMap", func(ctx context.Context) (bool, error) {
+		out, err := kubectl(t, "carol", "apply", "--dry-run=server", "-f", manifest("nginx:1.27"))
+		return err != nil && strings.Contains(out, "no params found for policy binding"), nil
+	})
+	if out, err := kubectl(t, "", "apply", "-k", filepath.Join(root, "manifests", "default")); err != nil {
+		t.Fatalf("kubectl apply -k manifests/default again: %v\n%s", err, out)
+	}
 }

@@ -39,6 +39,7 @@ import (
 	pipelinecontroller "github.com/ndsl/controller-manager/controllers/pipeline"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 	"github.com/ndsl/controller-manager/pkg/webhook"
+	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
 // The Pipelines of TestPipelinePoliciesAgreeWithWebhooks carry
@@ -129,16 +130,9 @@ func listPipelines(ctx context.Context) ([]pipelinev1beta1.Pipeline, error) {
 // configMapOf is the ConfigMap the chart and manifests/manager render from
 // the values of the flags: each key a flag's name, lists comma-separated.
 func configMapOf(c pipelineConfig) *corev1.ConfigMap {
-	o := c.options
 	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "pipeline-options-" + c.name, Namespace: o.ManagerNamespace},
-		Data: map[string]string{
-			"pipeline-namespace":          o.DefaultNamespace,
-			"pipeline-allowed-namespaces": strings.Join(o.AllowedNamespaces, ","),
-			"pipeline-allowed-nfs":        strings.Join(o.AllowedNFS, ","),
-			"pipeline-allowed-images":     strings.Join(o.AllowedImages, ","),
-			"pipeline-max-replicas":       fmt.Sprint(o.MaxReplicas),
-		},
+		ObjectMeta: metav1.ObjectMeta{Name: "pipeline-options-" + c.name, Namespace: c.options.ManagerNamespace},
+		Data:       framework.PipelineOptionsData(c.options),
 	}
 }
 
