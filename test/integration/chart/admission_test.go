@@ -55,14 +55,16 @@ func TestChartSwitchesAdmission(t *testing.T) {
 		return framework.CalledWebhooks(ctx, t, cp.Client), err == nil
 	}
 	withHooks := []string{"mutate.apps.ingress.example.com", "validate.apps.ingress.example.com", "validate.pipelines.distri-infer.ndsl.cn"}
+	// Beside the policies the Pipeline webhook fails open (values_test.go).
+	pipelineOnly := []string{"validate.pipelines.distri-infer.ndsl.cn"}
 
 	deploy("helm install with the webhooks", "webhooks", "install", release, chartDir(t), "--create-namespace")
 	if hooks, policies := state(); !slices.Equal(hooks, withHooks) || policies {
 		t.Errorf("installed with admission.by webhooks: webhooks %v, policies %v; want %v, none", hooks, policies, withHooks)
 	}
 	deploy("helm upgrade, auto", "auto", "upgrade", release, chartDir(t))
-	if hooks, policies := state(); len(hooks) != 0 || !policies {
-		t.Errorf("upgraded with admission.by auto: webhooks %v, policies %v; want none called and the policies", hooks, policies)
+	if hooks, policies := state(); !slices.Equal(hooks, pipelineOnly) || !policies {
+		t.Errorf("upgraded with admission.by auto: webhooks %v, policies %v; want %v and the policies", hooks, policies, pipelineOnly)
 	}
 	deploy("helm rollback", "", "rollback", release, "1")
 	if hooks, policies := state(); !slices.Equal(hooks, withHooks) || policies {

@@ -370,7 +370,9 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	}
 }
 
-// The webhooks fail closed, have no side effects, answer fast, match
+// The webhooks fail closed (the Pipeline webhook beside the policies
+// excepted; where the component puts the webhooks back, it fails closed
+// too), have no side effects, answer fast, match
 // requests in every version, leave the manager's own namespace alone, and
 // reach the manager through a Service that selects its pods' webhook port.
 func TestWebhooksFailClosedAndReachTheManager(t *testing.T) {
@@ -451,8 +453,15 @@ func TestWebhooksFailClosedAndReachTheManager(t *testing.T) {
 		t.Errorf("%s: Service %s has no port %d to the webhook port", what, svc.Name, port)
 	}
 	for _, h := range hooks {
-		if h.FailurePolicy == nil || *h.FailurePolicy != admissionregistrationv1.Fail {
-			t.Errorf("webhook %s: failurePolicy %v, want Fail", h.Name, h.FailurePolicy)
+		// Beside the admission policies, which admit Pipelines with no
+		// replica up, the Pipeline webhook fails open: it adds the check of
+		// overlapping directories while a replica answers.
+		want := admissionregistrationv1.Fail
+		if h.Name == "validate.pipelines.distri-infer.ndsl.cn" {
+			want = admissionregistrationv1.Ignore
+		}
+		if h.FailurePolicy == nil || *h.FailurePolicy != want {
+			t.Errorf("webhook %s: failurePolicy %v, want %s", h.Name, ptr.Deref(h.FailurePolicy, ""), want)
 		}
 		if h.SideEffects == nil || *h.SideEffects != admissionregistrationv1.SideEffectClassNone {
 			t.Errorf("webhook %s: sideEffects %v, want None", h.Name, h.SideEffects)
@@ -493,6 +502,29 @@ func TestWebhooksFailClosedAndReachTheManager(t *testing.T) {
 		}
 		s := w.ClientConfig.Service
 		checkService("CRD "+crd.Name, &admissionregistrationv1.ServiceReference{Namespace: s.Namespace, Name: s.Name, Path: s.Path, Port: s.Port})
+	}
+}
+
+// Where manifests/components/admission-webhooks replaces the policies, every
+// webhook fails closed and none is kept uncalled: nothing else admits.
+func TestWebhooksAloneFailClosed(t *testing.T) {
+	var policies int
+	for _, doc := range build(t, "default-webhooks") {
+		switch doc["kind"] {
+		case "ValidatingAdmissionPolicy", "MutatingAdmissionPolicy":
+			policies++
+		case "ValidatingWebhookConfiguration":
+			var c admissionregistrationv1.ValidatingWebhookConfiguration
+			convert(t, doc, &c)
+			for _, h := range c.Webhooks {
+				if h.FailurePolicy == nil || *h.FailurePolicy != admissionregistrationv1.Fail || framework.NeverCalled(h.MatchConditions) {
+					t.Errorf("webhook %s: failurePolicy %v, match conditions %v; want Fail and called", h.Name, ptr.Deref(h.FailurePolicy, ""), h.MatchConditions)
+				}
+			}
+		}
+	}
+	if policies != 0 {
+		t.Errorf("manifests/default-webhooks has %d admission policies, want none", policies)
 	}
 }
 
