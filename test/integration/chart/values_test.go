@@ -498,7 +498,7 @@ func webhooks(t *testing.T, objects []object) []admissionregistrationv1.Validati
 			var c admissionregistrationv1.MutatingWebhookConfiguration
 			o.into(t, &c)
 			for _, h := range c.Webhooks {
-				out = append(out, admissionregistrationv1.ValidatingWebhook{Name: h.Name, ClientConfig: h.ClientConfig, NamespaceSelector: h.NamespaceSelector, MatchConditions: h.MatchConditions})
+				out = append(out, admissionregistrationv1.ValidatingWebhook{Name: h.Name, ClientConfig: h.ClientConfig, NamespaceSelector: h.NamespaceSelector, MatchConditions: h.MatchConditions, FailurePolicy: h.FailurePolicy})
 			}
 		case "ValidatingWebhookConfiguration":
 			var c admissionregistrationv1.ValidatingWebhookConfiguration
