@@ -77,8 +77,24 @@ stage() {
 }
 k() { kubectl --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 
+# failures prints what each failed test said (its t.Log and t.Error lines,
+# klog's lines left out) from the stages' logs, so that the end of make
+# e2e-kind's output, all a CI summary may keep, says why.
+failures() {
+  local f
+  for f in "$ARTIFACTS"/*.log; do
+    grep -q -- '--- FAIL' "$f" 2>/dev/null || continue
+    log "what the failed tests in ${f#"$ARTIFACTS"/} said:"
+    awk '/^=== (RUN|CONT|NAME) /{t=$3; next}
+         /^--- FAIL: /{print buf[$3]; next}
+         /^[IWEF][0-9][0-9][0-9][0-9] /{next}
+         t!=""{buf[t]=buf[t] $0 "\n"}' "$f" | tail -60 >&2
+  done
+}
+
 finish() {
   local rc=$?
+  [[ $rc == 0 ]] || failures
   delete_cluster
   printf '%-28s %5ds  (exit %d)\n' "total" $((SECONDS - begin_all)) $rc >>"$TIMINGS"
   log "timings ($TIMINGS):"

@@ -248,10 +248,20 @@ func createRetrying(t *testing.T, dyn dynamic.Interface, obj *unstructured.Unstr
 	if obj.GetNamespace() != "" {
 		client = dyn.Resource(gvr).Namespace(obj.GetNamespace())
 	}
-	eventually(t, time.Minute, fmt.Sprintf("creating %s %s at %s", gvr.Resource, obj.GetName(), gv.Version), func(ctx context.Context) (bool, error) {
+	what := fmt.Sprintf("creating %s %s at %s", gvr.Resource, obj.GetName(), gv.Version)
+	var failed int
+	var last error
+	eventually(t, time.Minute, what, func(ctx context.Context) (bool, error) {
 		_, err := client.Create(ctx, obj, metav1.CreateOptions{})
-		return err == nil || apierrors.IsAlreadyExists(err), err
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			failed, last = failed+1, err
+			return false, err
+		}
+		return true, nil
 	})
+	if failed > 0 {
+		t.Logf("%s: %d attempts failed first, the last with: %v", what, failed, last)
+	}
 }
 
 // createPipelines creates the samples, one at v1beta1 and one at v1 (through

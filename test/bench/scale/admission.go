@@ -37,7 +37,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	appv1beta1 "github.com/ndsl/controller-manager/apis/app/v1beta1"
+	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 	"github.com/ndsl/controller-manager/pkg/testing/webhookurl"
 	e2eframework "github.com/ndsl/controller-manager/test/e2e/framework"
@@ -46,7 +46,7 @@ import (
 const scenarioNameAdmission = "admission"
 
 // admissionResult is what admission adds to an App create: sequential
-// creates through the manager's webhooks (the manifests' configurations
+// creates at v1, the stored version, through the manager's webhooks (the manifests' configurations
 // for clusters before 1.36), through the admission policies the API server
 // runs itself (manifests/policies), and through neither, in the same run.
 type admissionResult struct {
@@ -148,7 +148,7 @@ func scenarioAdmission(ctx context.Context, c *cluster, cfg config, l *e2eframew
 		if err != nil {
 			return false, nil
 		}
-		if _, err := c.crd.AppV1beta1().Apps(ns).Create(ctx, benchApp("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		if _, err := c.crd.AppV1().Apps(ns).Create(ctx, benchApp("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 			return false, nil
 		}
 		after, err := called()
@@ -173,7 +173,7 @@ func scenarioAdmission(ctx context.Context, c *cluster, cfg config, l *e2eframew
 		if err != nil {
 			return false, nil
 		}
-		if _, err := c.crd.AppV1beta1().Apps(ns).Create(ctx, benchApp("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		if _, err := c.crd.AppV1().Apps(ns).Create(ctx, benchApp("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 			return false, nil
 		}
 		after, err := called()
@@ -203,17 +203,16 @@ func timePolicyCreates(ctx context.Context, c *cluster, cfg config, ns string) (
 	if err := policies.Install(ctx, c.kube, nil); err != nil {
 		return admissionRun{}, err
 	}
-	// The API server loads policies asynchronously: they act once a create
-	// comes back defaulted, and have stopped once it no longer does.
-	defaulted := func(ctx context.Context) (bool, error) {
-		app, err := c.crd.AppV1beta1().Apps(ns).Create(ctx, benchApp("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
-			return false, nil
-		}
-		_, ok := app.Annotations[appv1beta1.EnableIngressRequestedAnnotation]
-		return ok, nil
+	// The API server loads policies asynchronously: they act once an App
+	// with an image no runtime can pull is refused, and have stopped once
+	// it is admitted again.
+	refusing := func(ctx context.Context) (bool, error) {
+		bad := benchApp("probe")
+		bad.Spec.Image = "Nginx" // a repository name is lower case
+		_, err := c.crd.AppV1().Apps(ns).Create(ctx, bad, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err), nil
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, defaulted); err != nil {
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, refusing); err != nil {
 		return admissionRun{}, fmt.Errorf("waiting for the API server to enforce the admission policies: %w", err)
 	}
 	if _, err := c.waitQuiet(ctx, cfg.quietRate, cfg.quietTimeout); err != nil {
@@ -228,7 +227,7 @@ func timePolicyCreates(ctx context.Context, c *cluster, cfg config, ns string) (
 		return run, err
 	}
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		on, err := defaulted(ctx)
+		on, err := refusing(ctx)
 		return !on && err == nil, nil
 	})
 	if err != nil {
@@ -277,12 +276,12 @@ func webhookConfigurations(base string) ([]*unstructured.Unstructured, error) {
 	return out, nil
 }
 
-// benchApp is a valid App: a Service, so that the notes' inversion of
-// enable_ingress is allowed.
-func benchApp(name string) *appv1beta1.App {
-	return &appv1beta1.App{
+// benchApp is a valid App at v1, as a user writes one: no conversion on
+// the way in, whichever admission runs.
+func benchApp(name string) *appv1.App {
+	return &appv1.App{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       appv1beta1.AppSpec{Image: "nginx:1.27", Replicas: ptr.To[int32](1), EnableService: true},
+		Spec:       appv1.AppSpec{Image: "nginx:1.27", Replicas: ptr.To[int32](1), Exposure: appv1.ExposureService},
 	}
 }
 
@@ -297,7 +296,7 @@ func timeCreates(ctx context.Context, c *cluster, ns, prefix string, n int) (adm
 			cpu0 = takeCPUSnapshot()
 		}
 		start := time.Now()
-		if _, err := c.crd.AppV1beta1().Apps(ns).Create(ctx, benchApp(fmt.Sprintf("%s-%d", prefix, i)), metav1.CreateOptions{}); err != nil {
+		if _, err := c.crd.AppV1().Apps(ns).Create(ctx, benchApp(fmt.Sprintf("%s-%d", prefix, i)), metav1.CreateOptions{}); err != nil {
 			return admissionRun{}, fmt.Errorf("creating App %s-%d: %w", prefix, i, err)
 		}
 		if i >= warmup {
