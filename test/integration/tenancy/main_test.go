@@ -135,14 +135,14 @@ func setupSuite(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := installManifests(ctx, fmt.Sprintf("https://127.0.0.1:%d", ports[0])); err != nil {
+		return err
+	}
 	for _, ns := range []string{managerNamespace, sharedNamespace} {
 		_, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating namespace %s: %w", ns, err)
 		}
-	}
-	if err := installManifests(ctx, fmt.Sprintf("https://127.0.0.1:%d", ports[0])); err != nil {
-		return err
 	}
 	// The manager outlives ctx, which bounds the setup only.
 	manager, err = framework.RunManager(klog.NewContext(context.Background(), klog.Background()), cp.Config, app.NewRegistry(), func(o *options.Options) {
@@ -181,12 +181,9 @@ func installManifests(ctx context.Context, base string) error {
 		return fmt.Errorf("kubectl kustomize manifests/default: %w", err)
 	}
 	// The App admission policies too, but for the inversion's, which the
-	// suite's --app-invert-enable-ingress=false leaves out (docs/apis.md),
-	// and the Pipeline policy with its ConfigMap, holding the suite's
-	// allowlists as the manager's flags do.
+	// suite's --app-invert-enable-ingress=false leaves out (docs/apis.md).
 	keep := map[string]bool{"CustomResourceDefinition": true, "MutatingWebhookConfiguration": true,
-		"ValidatingWebhookConfiguration": true, "ClusterRole": true, "ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
-		"ConfigMap": true}
+		"ValidatingWebhookConfiguration": true, "ClusterRole": true, "ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
 	var selected bytes.Buffer
 	var crds []string
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
@@ -200,18 +197,6 @@ func installManifests(ctx context.Context, base string) error {
 		}
 		if !keep[obj.GetKind()] {
 			continue
-		}
-		if obj.GetKind() == "ConfigMap" {
-			if !strings.HasPrefix(obj.GetName(), framework.PipelineOptionsConfigMap+"-") {
-				continue
-			}
-			o := options.NewOptions()
-			tenancyOptions(o)
-			data := map[string]any{}
-			for k, v := range framework.PipelineOptionsData(o.Pipeline) {
-				data[k] = v
-			}
-			obj.Object["data"] = data
 		}
 		if _, err := webhookurl.Rewrite(obj, base); err != nil {
 			return err

@@ -44,17 +44,12 @@ var (
 )
 
 // installPolicies installs manifests/policies bound to the policy
-// namespaces (Apps) and labelled Pipelines (pipelineBindings), and waits
-// until the API server enforces the App policies.
+// namespaces and waits until the API server enforces them.
 func installPolicies(ctx context.Context) error {
 	policies, err := controlplane.LoadAdmissionPolicies()
 	if err != nil {
 		return err
 	}
-	if err := installPipelineAgreement(ctx); err != nil {
-		return err
-	}
-	pipelineBindings(policies)
 	if err := policies.Install(ctx, cp.Client, onlyByPolicy); err != nil {
 		return err
 	}
