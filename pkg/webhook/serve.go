@@ -45,6 +45,14 @@ type servingState struct {
 	stopped chan struct{}
 }
 
+// idleTimeout is how long the server keeps an idle connection: longer than
+// the API server's webhook client keeps one (client-go's transports take
+// net/http's 90 s), so that the client always closes first. Closing an idle
+// connection races with a request being sent on it, which then fails (EOF)
+// and is not retried. With both at 90 s, the likely cause of a conversion
+// that failed with EOF in make test's chaos 90 s after a burst.
+const idleTimeout = 2 * time.Minute
+
 // Serve listens on address and serves the webhooks over TLS until ctx is
 // done, with the certificate certs provides. Requests are served with
 // ctx, so the caller keeps it alive through its lame-duck delay. A new certificate (a renewed
@@ -67,7 +75,7 @@ func (s *Server) Serve(ctx context.Context, address string, certs dynamiccertifi
 	srv := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       90 * time.Second,
+		IdleTimeout:       idleTimeout,
 		TLSConfig:         tlsConfig,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}

@@ -181,3 +181,13 @@ func TestCertificateCheckRejectsExpired(t *testing.T) {
 		t.Error("expired certificate passed the check")
 	}
 }
+
+// The API server's webhook client, like every client-go transport, keeps an
+// idle connection for net/http's default; the server must keep it longer, or
+// its closing races with a request sent on it (an EOF nobody retries).
+func TestIdleTimeoutOutlastsTheAPIServersClient(t *testing.T) {
+	client := http.DefaultTransport.(*http.Transport).IdleConnTimeout
+	if idleTimeout <= client {
+		t.Errorf("the webhook server closes idle connections after %v, the API server's client after %v: the server must wait longer", idleTimeout, client)
+	}
+}
