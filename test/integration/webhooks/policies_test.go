@@ -19,6 +19,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,8 +58,12 @@ func installPolicies(ctx context.Context) error {
 	if err := createNamespace(ctx, ns, byPolicy); err != nil {
 		return err
 	}
-	// Active once both a refusal and a mutation show: the API server
-	// loads policies and bindings asynchronously.
+	// Active once a refusal, a mutation and a warning show: the API server
+	// loads each policy and binding asynchronously.
+	warned, warnings, err := clientAs("")
+	if err != nil {
+		return err
+	}
 	var last string
 	err = pollUntil(ctx, func(ctx context.Context) (bool, error) {
 		bad := annotatedApp("v1beta1", "probe", map[string]any{"image": "Not A Reference", "enable_service": true}, nil)
@@ -68,14 +73,19 @@ func installPolicies(ctx context.Context) error {
 			return false, nil
 		}
 		good := annotatedApp("v1beta1", "probe", map[string]any{"image": "nginx:1", "enable_service": true}, nil)
-		got, err := dyn.Resource(appsV1beta1).Namespace(ns).Create(ctx, good, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		warnings.take()
+		got, err := warned.Resource(appsV1beta1).Namespace(ns).Create(ctx, good, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			last = fmt.Sprintf("a good App was refused: %v", err)
 			return false, nil
 		}
-		_, inverted := got.GetAnnotations()[requestedAnnotation]
-		last = "a good App was not mutated"
-		return inverted, nil
+		if _, inverted := got.GetAnnotations()[requestedAnnotation]; !inverted {
+			last = "a good App was not mutated"
+			return false, nil
+		}
+		said := warnings.take()
+		last = fmt.Sprintf("the inversion was not warned of: %q", said)
+		return slices.ContainsFunc(said, func(w string) bool { return strings.Contains(w, "spec.enable_ingress was set to") }), nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for the policies to act (%s): %w", last, err)
