@@ -18,7 +18,6 @@ package app
 
 import (
 	"context"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -56,12 +55,7 @@ func (c *Controller) Run(ctx context.Context) {
 		c.Base.Run(ctx)
 		return
 	}
-	migrateCtx, cancel := context.WithCancel(ctx)
-	var migrating sync.WaitGroup
-	migrating.Go(func() { _ = storageversion.Migrate(migrateCtx, c.storage.crds, CRDName, c.storage.rewriteApps) })
-	c.Base.Run(ctx)
-	cancel()
-	migrating.Wait()
+	storageversion.Beside(ctx, c.Base.Run, c.storage.crds, CRDName, c.storage.rewriteApps)
 }
 
 // rewriteApps writes every App back as listed through the status

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -68,6 +69,18 @@ var retryBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, S
 // succeeds or ctx is done, whose error it then returns.
 func Migrate(ctx context.Context, crds CRDClient, name string, rewrite Rewrite) error {
 	return migrate(ctx, crds, name, rewrite, retryBackoff)
+}
+
+// Beside runs run, a controller's workers, with Migrate beside them: the
+// migration ends when run returns, to be taken up by the next leader if
+// unfinished.
+func Beside(ctx context.Context, run func(context.Context), crds CRDClient, name string, rewrite Rewrite) {
+	migrateCtx, cancel := context.WithCancel(ctx)
+	var migrating sync.WaitGroup
+	migrating.Go(func() { _ = Migrate(migrateCtx, crds, name, rewrite) })
+	run(ctx)
+	cancel()
+	migrating.Wait()
 }
 
 func migrate(ctx context.Context, crds CRDClient, name string, rewrite Rewrite, backoff wait.Backoff) error {

@@ -43,6 +43,7 @@ import (
 	"github.com/ndsl/controller-manager/pkg/leaseguard"
 	"github.com/ndsl/controller-manager/pkg/shard"
 	"github.com/ndsl/controller-manager/pkg/shardclient"
+	"github.com/ndsl/controller-manager/pkg/storageversion"
 )
 
 // ControllerContext is what every constructor gets: clients, the shared
@@ -112,10 +113,24 @@ func (c ControllerContext) KubeClient(controller string) (kubernetes.Interface, 
 	return kubernetes.NewForConfig(c.ClientConfig(controller))
 }
 
-// APIExtensionsClient returns a clientset for CustomResourceDefinitions,
-// for the named controller.
-func (c ControllerContext) APIExtensionsClient(controller string) (apiextensionsclient.Interface, error) {
-	return apiextensionsclient.NewForConfig(c.ClientConfig(controller))
+// StorageMigrationClients are the clients the named controller migrates its
+// stored objects with (pkg/storageversion), for the one unit that does: the
+// whole controller, or with --shards the unit of shard 0, whose clients,
+// unlike its informers, are not sharded and so list every object. Every
+// other unit gets nil clients.
+func (c ControllerContext) StorageMigrationClients(controller string) (storageversion.CRDClient, versioned.Interface, error) {
+	if c.Shard != nil && c.Shard.Index != 0 {
+		return nil, nil, nil
+	}
+	crds, err := apiextensionsclient.NewForConfig(c.ClientConfig(controller))
+	if err != nil {
+		return nil, nil, err
+	}
+	objects, err := c.CRDClient(controller)
+	if err != nil {
+		return nil, nil, err
+	}
+	return crds.ApiextensionsV1().CustomResourceDefinitions(), objects, nil
 }
 
 // CRDClient returns a clientset for this project's own API groups, for the

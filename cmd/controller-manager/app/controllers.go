@@ -165,19 +165,12 @@ func newPipelineController(_ context.Context, cc ControllerContext) (Controller,
 	if err != nil {
 		return nil, err
 	}
-	// Exactly one unit migrates the stored Pipelines, as for Apps: the
-	// whole controller, or with --shards the unit of shard 0, whose own
-	// clients list every Pipeline.
-	if cc.Shard == nil || cc.Shard.Index == 0 {
-		crds, err := cc.APIExtensionsClient(opts.Name)
-		if err != nil {
-			return nil, err
-		}
-		pipelines, err := cc.CRDClient(opts.Name)
-		if err != nil {
-			return nil, err
-		}
-		c.MigrateStorage(crds.ApiextensionsV1().CustomResourceDefinitions(), pipelines)
+	crds, pipelines, err := cc.StorageMigrationClients(opts.Name)
+	if err != nil {
+		return nil, err
+	}
+	if crds != nil { // exactly one unit migrates the stored Pipelines, under its Lease
+		c.MigrateStorage(crds, pipelines)
 	}
 	return c, nil
 }
@@ -218,20 +211,12 @@ func newAppController(_ context.Context, cc ControllerContext) (Controller, erro
 	if err != nil {
 		return nil, err
 	}
-	// Exactly one unit migrates the stored Apps, under its Lease: the whole
-	// controller, or with --shards the unit of shard 0. Its clients, like
-	// every controller's own, are not sharded (only a shard unit's
-	// informers are), so it lists every App.
-	if cc.Shard == nil || cc.Shard.Index == 0 {
-		crds, err := cc.APIExtensionsClient(opts.Name)
-		if err != nil {
-			return nil, err
-		}
-		apps, err := cc.CRDClient(opts.Name)
-		if err != nil {
-			return nil, err
-		}
-		c.MigrateStorage(crds.ApiextensionsV1().CustomResourceDefinitions(), apps)
+	crds, apps, err := cc.StorageMigrationClients(opts.Name)
+	if err != nil {
+		return nil, err
+	}
+	if crds != nil { // exactly one unit migrates the stored Apps, under its Lease
+		c.MigrateStorage(crds, apps)
 	}
 	return c, nil
 }
