@@ -210,9 +210,16 @@ func newApp(name string, replicas int32, service bool) *appv1beta1.App {
 func createApp(t testing.TB, ns string, app *appv1beta1.App) *appv1beta1.App {
 	t.Helper()
 	var created *appv1beta1.App
+	tried := false
 	eventually(t, 30*time.Second, "creating App "+app.Name, func(ctx context.Context) (bool, error) {
 		var err error
 		created, err = cluster.Typed.AppV1beta1().Apps(ns).Create(ctx, app, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) && tried {
+			// An earlier attempt was stored though its answer was lost
+			// (an API server restarting): the test's namespace is its own.
+			created, err = cluster.Typed.AppV1beta1().Apps(ns).Get(ctx, app.Name, metav1.GetOptions{})
+		}
+		tried = true
 		return err == nil, err
 	})
 	return created
