@@ -89,18 +89,14 @@ cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/controller-manager-webh
 - --tls-cert-file=/var/run/webhook-certs/tls.crt
 - --tls-private-key-file=/var/run/webhook-certs/tls.key
 {{- end }}
-{{- with .Values.pipeline.namespace }}
-- {{ printf "--pipeline-namespace=%s" . | quote }}
+{{- /* The Pipeline allowlists, always, as manifests/manager/deployment.yaml
+passes them: the same values are rendered into the Pipeline admission
+policy (cm.pipelineOptions). */}}
+{{- range $flag, $value := include "cm.pipelineOptions" . | fromYaml }}
+- {{ printf "--%s=%s" $flag $value | quote }}
 {{- end }}
 {{- if .Values.pipeline.createNamespaces }}
 - --pipeline-create-namespaces=true
-{{- end }}
-- {{ printf "--pipeline-max-replicas=%d" (int .Values.pipeline.maxReplicas) | quote }}
-{{- with .Values.pipeline.allowedNFS }}
-- {{ printf "--pipeline-allowed-nfs=%s" (join "," .) | quote }}
-{{- end }}
-{{- with .Values.pipeline.allowedImages }}
-- {{ printf "--pipeline-allowed-images=%s" (join "," .) | quote }}
 {{- end }}
 {{- with .Values.pipeline.podSecurity }}
 - {{ printf "--pipeline-pod-security=%s" . | quote }}
@@ -133,8 +129,8 @@ cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/controller-manager-webh
 {{- end }}
 {{- end }}
 
-{{/* Who admits Apps: "policies" (the API server, manifests/policies) or
-"webhooks" (the manager). admission.by auto takes the policies where the
+{{/* Who admits Apps and Pipelines: "policies" (the API server,
+manifests/policies) or "webhooks" (the manager). admission.by auto takes the policies where the
 cluster serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy
 (Kubernetes 1.36 and later). */}}
 {{- define "cm.appAdmission" -}}
@@ -160,4 +156,15 @@ rendered. */}}
 {{- if and .Values.app.invertEnableIngress (not (has "--app-invert-enable-ingress=false" .Values.extraArgs)) -}}
 true
 {{- end -}}
+{{- end }}
+
+{{/* The Pipeline controller's allowlists, by flag name: the manager's
+--pipeline-* flags (cm.args) and the Pipeline admission policy's flag*
+variables (admission-policies.yaml) are both rendered from this one map. */}}
+{{- define "cm.pipelineOptions" -}}
+pipeline-namespace: {{ .Values.pipeline.namespace | default "pipeline" | quote }}
+pipeline-allowed-namespaces: {{ join "," .Values.pipeline.allowedNamespaces | quote }}
+pipeline-allowed-nfs: {{ join "," .Values.pipeline.allowedNFS | quote }}
+pipeline-allowed-images: {{ join "," .Values.pipeline.allowedImages | quote }}
+pipeline-max-replicas: {{ int .Values.pipeline.maxReplicas | quote }}
 {{- end }}

@@ -56,7 +56,10 @@ func TestChartMatchesManifests(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// The chart creates the Pipelines' default namespace, as
 			// manifests/pipeline-namespace does beside manifests/default.
-			want := byKey(clusterScopedUnnamespaced(append(tc.kustomize(t), kustomize(t, repoRoot(t)+"/manifests/pipeline-namespace")...)))
+			// The Deployment's Pipeline flags come from a generated
+			// ConfigMap there, rendered from values here.
+			want := byKey(clusterScopedUnnamespaced(resolvePipelineOptions(t,
+				append(tc.kustomize(t), kustomize(t, repoRoot(t)+"/manifests/pipeline-namespace")...))))
 			got := byKey(render(t, "ndsl-system", tc.values))
 			for key, w := range want {
 				if w.kind() == "Namespace" && w.name() != "pipeline" {

@@ -87,15 +87,24 @@ func TestChartNamespaceFromTheRelease(t *testing.T) {
 			if len(hooks) != 3 {
 				t.Fatalf("%d admission webhooks, want 3", len(hooks))
 			}
-			// The App's are kept where the policies admit Apps, never called.
+			// The App's are kept where the policies admit Apps, never
+			// called; the Pipeline's fails open beside the policies (it
+			// adds the overlap check while a replica answers).
 			for _, h := range hooks {
 				inert := framework.NeverCalled(h.MatchConditions)
 				if want := tc.admissionBy == "policies" && strings.Contains(h.Name, ".apps."); inert != want {
 					t.Errorf("webhook %s: never called %v, want %v", h.Name, inert, want)
 				}
+				want := admissionregistrationv1.Fail
+				if tc.admissionBy == "policies" && strings.Contains(h.Name, ".pipelines.") {
+					want = admissionregistrationv1.Ignore
+				}
+				if h.FailurePolicy == nil || *h.FailurePolicy != want {
+					t.Errorf("webhook %s: failurePolicy %v, want %s", h.Name, h.FailurePolicy, want)
+				}
 			}
 			bindings := append(ofKind(objects, "MutatingAdmissionPolicyBinding"), ofKind(objects, "ValidatingAdmissionPolicyBinding")...)
-			if want := map[string]int{"webhooks": 0, "policies": 3}[tc.admissionBy]; len(bindings) != want {
+			if want := map[string]int{"webhooks": 0, "policies": 5}[tc.admissionBy]; len(bindings) != want {
 				t.Errorf("%d admission policy bindings, want %d", len(bindings), want)
 			}
 			for _, b := range bindings {
@@ -103,6 +112,9 @@ func TestChartNamespaceFromTheRelease(t *testing.T) {
 				b.into(t, &binding)
 				if sel := binding.Spec.MatchResources.NamespaceSelector; !excludes(sel, ns) || !excludes(sel, "kube-system") {
 					t.Errorf("%s: namespaceSelector %v must leave %s and kube-system out", b.key(), sel, ns)
+				}
+				if ref := binding.Spec.ParamRef; ref != nil && (ref.Name != ns || ref.Namespace != "") {
+					t.Errorf("%s: paramRef %+v, want the Namespace %s", b.key(), ref, ns)
 				}
 			}
 			for _, h := range hooks {
@@ -486,7 +498,7 @@ func webhooks(t *testing.T, objects []object) []admissionregistrationv1.Validati
 			var c admissionregistrationv1.MutatingWebhookConfiguration
 			o.into(t, &c)
 			for _, h := range c.Webhooks {
-				out = append(out, admissionregistrationv1.ValidatingWebhook{Name: h.Name, ClientConfig: h.ClientConfig, NamespaceSelector: h.NamespaceSelector, MatchConditions: h.MatchConditions})
+				out = append(out, admissionregistrationv1.ValidatingWebhook{Name: h.Name, ClientConfig: h.ClientConfig, NamespaceSelector: h.NamespaceSelector, MatchConditions: h.MatchConditions, FailurePolicy: h.FailurePolicy})
 			}
 		case "ValidatingWebhookConfiguration":
 			var c admissionregistrationv1.ValidatingWebhookConfiguration

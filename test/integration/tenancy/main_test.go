@@ -38,11 +38,13 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
@@ -135,14 +137,14 @@ func setupSuite(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := installManifests(ctx, fmt.Sprintf("https://127.0.0.1:%d", ports[0])); err != nil {
-		return err
-	}
 	for _, ns := range []string{managerNamespace, sharedNamespace} {
 		_, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating namespace %s: %w", ns, err)
 		}
+	}
+	if err := installManifests(ctx, fmt.Sprintf("https://127.0.0.1:%d", ports[0])); err != nil {
+		return err
 	}
 	// The manager outlives ctx, which bounds the setup only.
 	manager, err = framework.RunManager(klog.NewContext(context.Background(), klog.Background()), cp.Config, app.NewRegistry(), func(o *options.Options) {
@@ -181,7 +183,9 @@ func installManifests(ctx context.Context, base string) error {
 		return fmt.Errorf("kubectl kustomize manifests/default: %w", err)
 	}
 	// The App admission policies too, but for the inversion's, which the
-	// suite's --app-invert-enable-ingress=false leaves out (docs/apis.md).
+	// suite's --app-invert-enable-ingress=false leaves out (docs/apis.md),
+	// and the Pipeline policy, holding the suite's allowlists as the
+	// manager's flags do.
 	keep := map[string]bool{"CustomResourceDefinition": true, "MutatingWebhookConfiguration": true,
 		"ValidatingWebhookConfiguration": true, "ClusterRole": true, "ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
 	var selected bytes.Buffer
@@ -197,6 +201,20 @@ func installManifests(ctx context.Context, base string) error {
 		}
 		if !keep[obj.GetKind()] {
 			continue
+		}
+		if obj.GetKind() == "ValidatingAdmissionPolicy" && obj.GetName() == "ndsl-pipeline-validation" {
+			policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, policy); err != nil {
+				return err
+			}
+			o := options.NewOptions()
+			tenancyOptions(o)
+			if err := framework.SetPipelinePolicyFlags(policy, o.Pipeline); err != nil {
+				return err
+			}
+			if obj.Object, err = runtime.DefaultUnstructuredConverter.ToUnstructured(policy); err != nil {
+				return err
+			}
 		}
 		if _, err := webhookurl.Rewrite(obj, base); err != nil {
 			return err

@@ -309,6 +309,11 @@ func TestAppPoliciesTypeCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As the package installed them: the Pipeline policy once per
+	// configuration of the allowlists.
+	if err := pipelinePolicies(policies); err != nil {
+		t.Fatal(err)
+	}
 	var warnings map[string][]string
 	framework.Eventually(t, timeout, "the policies to be type-checked", func(ctx context.Context) (bool, error) {
 		warnings, err = controlplane.TypeCheckWarnings(ctx, cp.Client, policies)

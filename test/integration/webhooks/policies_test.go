@@ -45,10 +45,17 @@ var (
 )
 
 // installPolicies installs manifests/policies bound to the policy
-// namespaces and waits until the API server enforces them.
+// namespaces (Apps) and labelled Pipelines (pipelinePolicies), and waits
+// until the API server enforces the App policies.
 func installPolicies(ctx context.Context) error {
 	policies, err := controlplane.LoadAdmissionPolicies()
 	if err != nil {
+		return err
+	}
+	if err := installPipelineAgreement(ctx); err != nil {
+		return err
+	}
+	if err := pipelinePolicies(policies); err != nil {
 		return err
 	}
 	if err := policies.Install(ctx, cp.Client, onlyByPolicy); err != nil {

@@ -105,6 +105,7 @@ func serveWebhooks() (string, []byte, error) {
 	s.HandleAdmission(webhook.PathValidateApps, "app-validation", appcontroller.Validator{Access: access})
 	s.HandleConversion(webhook.PathConvertApps, "app-conversion", appconversion.Converter{})
 	registerPipelineWebhooks(s, access)
+	registerPipelineAgreementWebhooks(s, access)
 	// The server outlives this test: every test of the package uses it.
 	addr, err := s.Serve(context.Background(), "127.0.0.1:0", certs)
 	if err != nil {
@@ -157,10 +158,7 @@ func clientConfig(url, path string, caBundle []byte) admissionregistrationv1.Web
 }
 
 func rule(group, resource string, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
-	versions := []string{"v1beta1"}
-	if resource == "apps" {
-		versions = append(versions, "v1")
-	}
+	versions := []string{"v1beta1", "v1"}
 	return []admissionregistrationv1.RuleWithOperations{{
 		Operations: ops,
 		Rule: admissionregistrationv1.Rule{
@@ -170,13 +168,10 @@ func rule(group, resource string, ops ...admissionregistrationv1.OperationType) 
 	}}
 }
 
-// matchPolicy is the manifests': Apps are matched at the version sent
-// (both are listed), Pipelines at v1beta1 with a v1 request converted.
-func matchPolicy(resource string) *admissionregistrationv1.MatchPolicyType {
-	if resource == "apps" {
-		return ptr.To(admissionregistrationv1.Exact)
-	}
-	return ptr.To(admissionregistrationv1.Equivalent)
+// matchPolicy is the manifests': Apps and Pipelines are matched at the
+// version sent (both are listed).
+func matchPolicy(string) *admissionregistrationv1.MatchPolicyType {
+	return ptr.To(admissionregistrationv1.Exact)
 }
 
 // The configurations follow the manifests' choices: the rules and
@@ -213,13 +208,16 @@ func validatingConfig(url string, caBundle []byte) *admissionregistrationv1.Vali
 			NamespaceSelector:       notByPolicy,
 		}
 	}
+	pipelines := hook("validate.pipelines.distri-infer.ndsl.cn", webhook.PathValidatePipelines, "distri-infer.ndsl.cn", "pipelines",
+		admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete)
+	// The Pipelines of TestPipelinePoliciesAgreeWithWebhooks are its own.
+	pipelines.ObjectSelector = notInPipelineAgreement
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: validatingName},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
 			hook("validate.apps.ingress.example.com", webhook.PathValidateApps, "ingress.example.com", "apps",
 				admissionregistrationv1.Create, admissionregistrationv1.Update),
-			hook("validate.pipelines.distri-infer.ndsl.cn", webhook.PathValidatePipelines, "distri-infer.ndsl.cn", "pipelines",
-				admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete),
+			pipelines,
 		},
 	}
 }
