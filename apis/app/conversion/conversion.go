@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Package conversion converts App objects between v1beta1 (the design notes'
-// API, stored) and v1 (the API conventions' shape). Both directions are
+// API) and v1 (the API conventions' shape, stored). Both directions are
 // lossless: what one version cannot express is kept in an annotation that
 // the conversion back takes off again.
 package conversion
@@ -28,7 +28,7 @@ import (
 
 // Annotations reserved for the conversion. Each is written by the
 // conversion into one version and removed by the conversion out of it, so a
-// stored (v1beta1) App never carries the first, and a v1 App never the second.
+// v1beta1 App never carries the first, and a v1 App never the second.
 const (
 	// V1beta1SpecAnnotation keeps, on a v1 App, the v1beta1 enable_service and
 	// enable_ingress when no v1 exposure says the same (an Ingress without a

@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,6 +39,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1 "github.com/ndsl/controller-manager/apis/app/v1"
+	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
 	"github.com/ndsl/controller-manager/pkg/testing/webhookurl"
 	e2eframework "github.com/ndsl/controller-manager/test/e2e/framework"
@@ -45,14 +47,18 @@ import (
 
 const scenarioNameAdmission = "admission"
 
-// admissionResult is what admission adds to an App create: sequential
-// creates at v1, the stored version, through the manager's webhooks (the manifests' configurations
-// for clusters before 1.36), through the admission policies the API server
-// runs itself (manifests/policies), and through neither, in the same run.
+// admissionResult is what admission adds to an App create and to a
+// Pipeline create: sequential creates at v1, the stored version, through
+// the manager's webhooks (the manifests' configurations for clusters before
+// 1.36), through the admission policies the API server runs itself
+// (manifests/policies), and through neither, in the same run.
 type admissionResult struct {
-	creates                     int
-	webhooks, policies, without admissionRun
+	creates         int
+	apps, pipelines admissionRows
 }
+
+// admissionRows are one kind's creates under each admission.
+type admissionRows struct{ webhooks, policies, without admissionRun }
 
 // admissionRun is the latency of the timed creates and the CPU they cost
 // per App: the API server's, and the webhooks-only manager's.
@@ -72,8 +78,9 @@ func (l latencies) String() string {
 	return fmt.Sprintf("p50 %s, p99 %s", l.p50.Round(10*time.Microsecond), l.p99.Round(10*time.Microsecond))
 }
 
-// added is what r adds to the creates without admission, at each percentile.
-func (r admissionResult) added(run admissionRun) latencies {
+// added is what run adds to the creates without admission, at each
+// percentile.
+func (r admissionRows) added(run admissionRun) latencies {
 	return latencies{p50: run.p50 - r.without.p50, p99: run.p99 - r.without.p99}
 }
 
@@ -82,10 +89,64 @@ var webhookConfigGVRs = map[string]schema.GroupVersionResource{
 	"ValidatingWebhookConfiguration": {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"},
 }
 
+// creator creates one object of a kind as the admission run times it:
+// valid, or one every admission refuses (bad); for real, or as a dry run.
+type creator func(ctx context.Context, name string, bad, dryRun bool) error
+
+func createOptions(dryRun bool) metav1.CreateOptions {
+	if dryRun {
+		return metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	}
+	return metav1.CreateOptions{}
+}
+
+// appCreator creates benchApps in ns; a bad one has an image no runtime
+// can pull (a repository name is lower case).
+func appCreator(c *cluster, ns string) creator {
+	return func(ctx context.Context, name string, bad, dryRun bool) error {
+		app := benchApp(name)
+		if bad {
+			app.Spec.Image = "Nginx"
+		}
+		_, err := c.crd.AppV1().Apps(ns).Create(ctx, app, createOptions(dryRun))
+		return err
+	}
+}
+
+// benchPipelineLabel marks the scenario's Pipelines, which are
+// cluster-scoped, for their deletion.
+const benchPipelineLabel = "bench.ndsl.cn/admission"
+
+// pipelineCreator creates benchPipelines; a bad one runs an image ID,
+// which names no repository.
+func pipelineCreator(c *cluster) creator {
+	return func(ctx context.Context, name string, bad, dryRun bool) error {
+		p := benchPipeline(name)
+		if bad {
+			p.Spec.Steps[0].Image = strings.Repeat("ab", 32)
+		}
+		_, err := c.crd.PipelineV1().Pipelines().Create(ctx, p, createOptions(dryRun))
+		return err
+	}
+}
+
+// benchPipeline is a valid one-step Pipeline at v1, with a model directory
+// of its own (the webhook refuses overlapping ones).
+func benchPipeline(name string) *pipelinev1.Pipeline {
+	return &pipelinev1.Pipeline{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{benchPipelineLabel: "true"}},
+		Spec: pipelinev1.PipelineSpec{
+			Steps:        []pipelinev1.PipelineStep{{Model: "facedetection-1", Image: "nginx:1.27", Replicas: ptr.To[int32](1)}},
+			ModelStorage: pipelinev1.ModelStorage{NFS: &pipelinev1.NFSStorage{Server: "192.168.20.235", Path: "/models/bench/" + name}},
+		},
+	}
+}
+
 // scenarioAdmission runs a manager serving webhooks only (as every replica
 // does), installs the manifests' webhook configurations pointed at it on
-// 127.0.0.1, and times sequential App creates with them; after deleting
-// them, through the admission policies; and after deleting those, without.
+// 127.0.0.1, and times sequential App and Pipeline creates with them; after
+// deleting them, through the admission policies; and after deleting those,
+// without.
 func scenarioAdmission(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher) (admissionResult, error) {
 	logger := klog.FromContext(ctx)
 	res := admissionResult{creates: cfg.admissionCreates}
@@ -134,6 +195,10 @@ func scenarioAdmission(ctx context.Context, c *cluster, cfg config, l *e2eframew
 		return res, err
 	}
 	defer func() { _ = c.deleteNamespace(context.WithoutCancel(ctx), ns, cfg.cleanupTimeout) }()
+	defer func() {
+		_ = c.crd.PipelineV1().Pipelines().DeleteCollection(context.WithoutCancel(ctx), metav1.DeleteOptions{},
+			metav1.ListOptions{LabelSelector: benchPipelineLabel})
+	}()
 	// Admission is on once the manager has counted a request: the API server
 	// has the configurations and the manager has filled in their caBundle.
 	called := func() (float64, error) {
@@ -143,97 +208,136 @@ func scenarioAdmission(ctx context.Context, c *cluster, cfg config, l *e2eframew
 		}
 		return ms.sum("controller_manager_webhook_requests_total", nil), nil
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		before, err := called()
-		if err != nil {
-			return false, nil
+	kinds := []struct {
+		name   string
+		create creator
+		rows   *admissionRows
+	}{{"App", appCreator(c, ns), &res.apps}, {"Pipeline", pipelineCreator(c), &res.pipelines}}
+	// reaching is whether a dry run of each kind reaches the manager.
+	reaching := func(ctx context.Context) (bool, error) {
+		for _, k := range kinds {
+			before, err := called()
+			if err != nil {
+				return false, nil
+			}
+			if err := k.create(ctx, "probe", false, true); err != nil {
+				return false, nil
+			}
+			after, err := called()
+			if err != nil || after == before {
+				return false, nil
+			}
 		}
-		if _, err := c.crd.AppV1().Apps(ns).Create(ctx, benchApp("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
-			return false, nil
-		}
-		after, err := called()
-		return err == nil && after > before, nil
-	}); err != nil {
+		return true, nil
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, reaching); err != nil {
 		return res, fmt.Errorf("waiting for the API server to call the webhooks: %w; manager log:\n%s", err, m.LogTail())
 	}
 
 	if _, err := c.waitQuiet(ctx, cfg.quietRate, cfg.quietTimeout); err != nil {
 		return res, err
 	}
-	logger.Info("Timing App creates through the webhooks", "creates", cfg.admissionCreates)
-	if res.webhooks, err = timeCreates(ctx, c, ns, "webhooks", cfg.admissionCreates); err != nil {
-		return res, err
+	for _, k := range kinds {
+		logger.Info("Timing creates through the webhooks", "kind", k.name, "creates", cfg.admissionCreates)
+		if k.rows.webhooks, err = timeCreates(ctx, k.create, "webhooks", cfg.admissionCreates); err != nil {
+			return res, err
+		}
 	}
 	if err := remove(); err != nil {
 		return res, err
 	}
-	// The webhooks are off once a create no longer reaches the manager.
+	// The webhooks are off once no create reaches the manager.
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		before, err := called()
 		if err != nil {
 			return false, nil
 		}
-		if _, err := c.crd.AppV1().Apps(ns).Create(ctx, benchApp("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
-			return false, nil
+		for _, k := range kinds {
+			if err := k.create(ctx, "probe", false, true); err != nil {
+				return false, nil
+			}
 		}
 		after, err := called()
 		return err == nil && after == before, nil
 	}); err != nil {
 		return res, fmt.Errorf("waiting for the API server to stop calling the webhooks: %w", err)
 	}
-	if res.policies, err = timePolicyCreates(ctx, c, cfg, ns); err != nil {
+	creators := make([]creator, len(kinds))
+	for i, k := range kinds {
+		creators[i] = k.create
+	}
+	policyRuns, err := timePolicyCreates(ctx, c, cfg, creators)
+	if err != nil {
 		return res, err
 	}
-	logger.Info("Timing App creates without admission", "creates", cfg.admissionCreates)
-	if res.without, err = timeCreates(ctx, c, ns, "without", cfg.admissionCreates); err != nil {
-		return res, err
+	for i, k := range kinds {
+		k.rows.policies = policyRuns[i]
+		logger.Info("Timing creates without admission", "kind", k.name, "creates", cfg.admissionCreates)
+		if k.rows.without, err = timeCreates(ctx, k.create, "without", cfg.admissionCreates); err != nil {
+			return res, err
+		}
 	}
-	logger.Info("Admission", "webhooks", res.webhooks.String(), "policies", res.policies.String(), "without", res.without.String())
+	for _, k := range kinds {
+		logger.Info("Admission", "kind", k.name, "webhooks", k.rows.webhooks.String(), "policies", k.rows.policies.String(), "without", k.rows.without.String())
+	}
 	return res, nil
 }
 
-// timePolicyCreates installs manifests/policies, times App creates through
-// them, and deletes them again.
-func timePolicyCreates(ctx context.Context, c *cluster, cfg config, ns string) (admissionRun, error) {
+// timePolicyCreates installs manifests/policies, times creates of each
+// kind through them, and deletes them again. The Pipeline policy's param is
+// the manager's namespace, default here.
+func timePolicyCreates(ctx context.Context, c *cluster, cfg config, kinds []creator) ([]admissionRun, error) {
 	policies, err := controlplane.LoadAdmissionPolicies()
 	if err != nil {
-		return admissionRun{}, err
+		return nil, err
+	}
+	for _, b := range policies.ValidatingBindings {
+		if b.Spec.ParamRef != nil {
+			b.Spec.ParamRef.Name = "default"
+		}
 	}
 	defer func() { _ = policies.Delete(context.WithoutCancel(ctx), c.kube) }()
 	if err := policies.Install(ctx, c.kube, nil); err != nil {
-		return admissionRun{}, err
+		return nil, err
 	}
-	// The API server loads policies asynchronously: they act once an App
-	// with an image no runtime can pull is refused, and have stopped once
-	// it is admitted again.
-	refusing := func(ctx context.Context) (bool, error) {
-		bad := benchApp("probe")
-		bad.Spec.Image = "Nginx" // a repository name is lower case
-		_, err := c.crd.AppV1().Apps(ns).Create(ctx, bad, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err), nil
+	// The API server loads policies asynchronously: they act once a bad
+	// create of each kind is refused, and have stopped once every one is
+	// admitted again.
+	refused := func(ctx context.Context) int {
+		n := 0
+		for _, create := range kinds {
+			if err := create(ctx, "probe", true, true); apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+				n++
+			}
+		}
+		return n
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, refusing); err != nil {
-		return admissionRun{}, fmt.Errorf("waiting for the API server to enforce the admission policies: %w", err)
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return refused(ctx) == len(kinds), nil
+	}); err != nil {
+		return nil, fmt.Errorf("waiting for the API server to enforce the admission policies: %w", err)
 	}
 	if _, err := c.waitQuiet(ctx, cfg.quietRate, cfg.quietTimeout); err != nil {
-		return admissionRun{}, err
+		return nil, err
 	}
-	klog.FromContext(ctx).Info("Timing App creates through the admission policies", "creates", cfg.admissionCreates)
-	run, err := timeCreates(ctx, c, ns, "policies", cfg.admissionCreates)
-	if err != nil {
-		return run, err
+	var runs []admissionRun
+	for i, create := range kinds {
+		klog.FromContext(ctx).Info("Timing creates through the admission policies", "kind", i, "creates", cfg.admissionCreates)
+		run, err := timeCreates(ctx, create, "policies", cfg.admissionCreates)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, run)
 	}
 	if err := policies.Delete(ctx, c.kube); err != nil {
-		return run, err
+		return nil, err
 	}
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		on, err := refusing(ctx)
-		return !on && err == nil, nil
-	})
-	if err != nil {
-		return run, fmt.Errorf("waiting for the API server to drop the admission policies: %w", err)
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return refused(ctx) == 0, nil
+	}); err != nil {
+		return nil, fmt.Errorf("waiting for the API server to drop the admission policies: %w", err)
 	}
-	return run, nil
+	return runs, nil
 }
 
 // webhookConfigurations builds the webhook configurations of the install
@@ -285,9 +389,10 @@ func benchApp(name string) *appv1.App {
 	}
 }
 
-// timeCreates creates n Apps one after another, after a few untimed ones,
-// and returns the percentiles of their latencies and the CPU per App.
-func timeCreates(ctx context.Context, c *cluster, ns, prefix string, n int) (admissionRun, error) {
+// timeCreates creates n objects one after another, after a few untimed
+// ones, and returns the percentiles of their latencies and the CPU per
+// object.
+func timeCreates(ctx context.Context, create creator, prefix string, n int) (admissionRun, error) {
 	const warmup = 20
 	durations := make([]time.Duration, 0, n)
 	var cpu0 cpuSnapshot
@@ -296,8 +401,8 @@ func timeCreates(ctx context.Context, c *cluster, ns, prefix string, n int) (adm
 			cpu0 = takeCPUSnapshot()
 		}
 		start := time.Now()
-		if _, err := c.crd.AppV1().Apps(ns).Create(ctx, benchApp(fmt.Sprintf("%s-%d", prefix, i)), metav1.CreateOptions{}); err != nil {
-			return admissionRun{}, fmt.Errorf("creating App %s-%d: %w", prefix, i, err)
+		if err := create(ctx, fmt.Sprintf("%s-%d", prefix, i), false, false); err != nil {
+			return admissionRun{}, fmt.Errorf("creating %s-%d: %w", prefix, i, err)
 		}
 		if i >= warmup {
 			durations = append(durations, time.Since(start))

@@ -544,9 +544,15 @@ func markdown(res *results) string {
 		}
 	}
 	if a := res.admission; a != nil {
-		fmt.Fprintf(&b, "\n**Admission** (%d sequential App creates each, one client; the webhooks: a webhooks-only manager on loopback, the configurations of manifests/default-webhooks pointed at it; the policies: manifests/policies, run by the API server): "+
-			"through the webhooks %s; through the admission policies %s; without admission %s. The webhooks add %s, the policies %s.\n",
-			a.creates, a.webhooks, a.policies, a.without, a.added(a.webhooks), a.added(a.policies))
+		fmt.Fprintf(&b, "\n**Admission** (%d sequential creates of each kind at v1, one client; the webhooks: a webhooks-only manager on loopback, the configurations of manifests/default-webhooks pointed at it; the policies: manifests/policies, run by the API server):\n", a.creates)
+		for _, k := range []struct {
+			kind string
+			rows admissionRows
+		}{{"App", a.apps}, {"Pipeline", a.pipelines}} {
+			r := k.rows
+			fmt.Fprintf(&b, "- %s: through the webhooks %s; through the admission policies %s; without admission %s. The webhooks add %s, the policies %s.\n",
+				k.kind, r.webhooks, r.policies, r.without, r.added(r.webhooks), r.added(r.policies))
+		}
 	}
 	return b.String()
 }
