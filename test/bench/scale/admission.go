@@ -68,7 +68,7 @@ type admissionRun struct {
 }
 
 func (r admissionRun) String() string {
-	return fmt.Sprintf("%s, API server CPU %s and manager CPU %s per App", r.latencies,
+	return fmt.Sprintf("%s, API server CPU %s and manager CPU %s per object", r.latencies,
 		r.apiserverCPU.Round(10*time.Microsecond), r.managerCPU.Round(10*time.Microsecond))
 }
 
