@@ -24,10 +24,12 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	pipelinev1 "github.com/ndsl/controller-manager/apis/pipeline/v1"
 	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
+	"github.com/ndsl/controller-manager/pkg/webhook"
 )
 
 // "*" allows every namespace but the cluster's own and the manager's; an
@@ -183,7 +185,8 @@ func TestMaxReplicas(t *testing.T) {
 
 // The webhook refuses a create, or a change of storage, into another
 // stored Pipeline's directory; an update that keeps the directory passes,
-// and a failed list only warns.
+// and a failed list only warns. The webhook beside the admission policies
+// (OverlapValidator) does the same, and nothing else.
 func TestValidatorOverlap(t *testing.T) {
 	stored := samplePipeline()
 	stored.Name = "a"
@@ -191,6 +194,7 @@ func TestValidatorOverlap(t *testing.T) {
 	list := func(context.Context) ([]pipelinev1beta1.Pipeline, error) {
 		return []pipelinev1beta1.Pipeline{*stored}, nil
 	}
+	failingList := func(context.Context) ([]pipelinev1beta1.Pipeline, error) { return nil, context.DeadlineExceeded }
 	pipelineOn := func(name, server, share string) *pipelinev1beta1.Pipeline {
 		p := samplePipeline()
 		p.TypeMeta = metav1.TypeMeta{APIVersion: pipelinev1beta1.SchemeGroupVersion.String(), Kind: "Pipeline"}
@@ -198,23 +202,47 @@ func TestValidatorOverlap(t *testing.T) {
 		p.Spec.ModelStorage.CSIParameter = map[string]string{"server": server, "share": share}
 		return p
 	}
-	v := Validator{ListPipelines: list}
-	thief := pipelineOn("team1", "nfs.example.com", "/exports")
-	resp := v.Admit(context.Background(), admissionRequest(t, thief))
-	const want = "spec.modelStorage.csiParameter[share]: Forbidden: the Pipeline's directory /exports/team1 on the NFS export overlaps Pipeline a's directory /exports/team1/a"
-	if resp.Allowed || !strings.Contains(resp.Result.Message, want) {
-		t.Errorf("create into another's directory: allowed %v, %v; want denied with %q", resp.Allowed, resp.Result, want)
+	for _, tc := range []struct {
+		name       string
+		v, failing webhook.AdmissionHandler
+	}{
+		{"Validator", Validator{ListPipelines: list}, Validator{ListPipelines: failingList}},
+		{"OverlapValidator", OverlapValidator{ListPipelines: list}, OverlapValidator{ListPipelines: failingList}},
+	} {
+		v := tc.v
+		thief := pipelineOn("team1", "nfs.example.com", "/exports")
+		resp := v.Admit(context.Background(), admissionRequest(t, thief))
+		const want = "spec.modelStorage.csiParameter[share]: Forbidden: the Pipeline's directory /exports/team1 on the NFS export overlaps Pipeline a's directory /exports/team1/a"
+		if resp.Allowed || !strings.Contains(resp.Result.Message, want) {
+			t.Errorf("%s: create into another's directory: allowed %v, %v; want denied with %q", tc.name, resp.Allowed, resp.Result, want)
+		}
+		if resp := v.Admit(context.Background(), admissionRequest(t, pipelineOn("b", "10.0.0.1", "/exports/team1"))); !resp.Allowed {
+			t.Errorf("%s: a neighbour on the same share: denied: %s", tc.name, resp.Result.Message)
+		}
+		req := admissionRequest(t, thief)
+		req.Operation, req.OldObject = admissionv1.Update, rawPipeline(t, thief)
+		if resp := v.Admit(context.Background(), req); !resp.Allowed {
+			t.Errorf("%s: an update keeping the directory: denied: %s", tc.name, resp.Result.Message)
+		}
+		if resp := tc.failing.Admit(context.Background(), admissionRequest(t, thief)); !resp.Allowed || len(resp.Warnings) == 0 {
+			t.Errorf("%s: with a failed list: allowed %v, warnings %q; want allowed with a warning", tc.name, resp.Allowed, resp.Warnings)
+		}
 	}
-	if resp := v.Admit(context.Background(), admissionRequest(t, pipelineOn("b", "10.0.0.1", "/exports/team1"))); !resp.Allowed {
-		t.Errorf("a neighbour on the same share: denied: %s", resp.Result.Message)
+
+	// Beside the policies, what they check is not checked again: an image
+	// ID, which every Validator refuses, and a delete, which needs rights.
+	imageID := pipelineOn("c", "10.0.0.1", "/exports/team2")
+	imageID.Spec.Steps[0].Image = strings.Repeat("ab", 32)
+	if resp := (Validator{}).Admit(context.Background(), admissionRequest(t, imageID)); resp.Allowed {
+		t.Error("Validator admitted an image ID")
 	}
-	req := admissionRequest(t, thief)
-	req.Operation, req.OldObject = admissionv1.Update, rawPipeline(t, thief)
-	if resp := v.Admit(context.Background(), req); !resp.Allowed {
-		t.Errorf("an update keeping the directory: denied: %s", resp.Result.Message)
+	overlaps := OverlapValidator{ListPipelines: list}
+	if resp := overlaps.Admit(context.Background(), admissionRequest(t, imageID)); !resp.Allowed {
+		t.Errorf("OverlapValidator refused what the policies check: %s", resp.Result.Message)
 	}
-	failing := Validator{ListPipelines: func(context.Context) ([]pipelinev1beta1.Pipeline, error) { return nil, context.DeadlineExceeded }}
-	if resp := failing.Admit(context.Background(), admissionRequest(t, thief)); !resp.Allowed || len(resp.Warnings) == 0 {
-		t.Errorf("with a failed list: allowed %v, warnings %q; want allowed with a warning", resp.Allowed, resp.Warnings)
+	del := admissionRequest(t, stored)
+	del.Operation, del.Object, del.OldObject = admissionv1.Delete, runtime.RawExtension{}, rawPipeline(t, stored)
+	if resp := overlaps.Admit(context.Background(), del); !resp.Allowed {
+		t.Errorf("OverlapValidator refused a delete: %s", resp.Result.Message)
 	}
 }

@@ -22,6 +22,9 @@ const (
 	PathMutateApps        = "/mutate/apps"
 	PathValidateApps      = "/validate/apps"
 	PathValidatePipelines = "/validate/pipelines"
-	PathConvertApps       = "/convert/apps"
-	PathConvertPipelines  = "/convert/pipelines"
+	// The Pipeline webhook beside the admission policies: the overlap
+	// check only.
+	PathValidatePipelineOverlaps = "/validate/pipeline-overlaps"
+	PathConvertApps              = "/convert/apps"
+	PathConvertPipelines         = "/convert/pipelines"
 )

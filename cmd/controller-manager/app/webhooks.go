@@ -21,17 +21,14 @@ import (
 	"errors"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	appconversion "github.com/ndsl/controller-manager/apis/app/conversion"
 	pipelineconversion "github.com/ndsl/controller-manager/apis/pipeline/conversion"
-	pipelinev1beta1 "github.com/ndsl/controller-manager/apis/pipeline/v1beta1"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	appcontroller "github.com/ndsl/controller-manager/controllers/app"
 	pipelinecontroller "github.com/ndsl/controller-manager/controllers/pipeline"
-	"github.com/ndsl/controller-manager/pkg/generated/clientset/versioned"
 	"github.com/ndsl/controller-manager/pkg/webhook"
 )
 
@@ -39,6 +36,11 @@ import (
 type WebhookContext struct {
 	Options    *options.Options
 	KubeConfig *rest.Config
+	// Context bounds what the webhooks run beside their handlers (the
+	// Pipeline webhooks' informer); nil runs nothing.
+	Context context.Context
+	// pipelines is the Pipeline webhooks' one list of stored Pipelines.
+	pipelines *storedPipelineList
 }
 
 // WebhookRegistration is one webhook the manager serves. Exactly one of
@@ -83,30 +85,21 @@ func webhookRegistrations() []WebhookRegistration {
 			if err != nil {
 				return nil, err
 			}
-			client, err := versioned.NewForConfig(customResourceConfig(rest.CopyConfig(wc.KubeConfig), wc.Options.Generic.CustomResourceContentType))
+			list, err := storedPipelines(wc)
 			if err != nil {
-				return nil, fmt.Errorf("building the Pipeline validator's client: %w", err)
+				return nil, err
 			}
 			o.ManagerNamespace = leaseNamespace(wc.Options.Webhook.Namespace) // as the controller's
-			v := pipelinecontroller.Validator{Options: o, Access: access}
-			v.ListPipelines = func(ctx context.Context) ([]pipelinev1beta1.Pipeline, error) {
-				// From the API server's watch cache: Pipelines are few. At
-				// v1, the stored version, converted here: the webhook
-				// judges v1beta1, and a v1beta1 list would call this
-				// manager's conversion webhook back for every Pipeline.
-				list, err := client.PipelineV1().Pipelines().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-				if err != nil {
-					return nil, err
-				}
-				out := make([]pipelinev1beta1.Pipeline, len(list.Items))
-				for i := range list.Items {
-					if err := pipelineconversion.V1ToV1beta1(&list.Items[i], &out[i]); err != nil {
-						return nil, err
-					}
-				}
-				return out, nil
+			return pipelinecontroller.Validator{Options: o, Access: access, ListPipelines: list}, nil
+		},
+	}, {
+		Path: webhook.PathValidatePipelineOverlaps, Name: "pipeline-overlaps",
+		Admission: func(wc WebhookContext) (webhook.AdmissionHandler, error) {
+			list, err := storedPipelines(wc)
+			if err != nil {
+				return nil, err
 			}
-			return v, nil
+			return pipelinecontroller.OverlapValidator{ListPipelines: list}, nil
 		},
 	}, {
 		Path: webhook.PathConvertPipelines, Name: "pipeline-conversion",

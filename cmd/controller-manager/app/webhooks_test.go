@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -143,6 +144,25 @@ func TestManifestsNameTheRegisteredWebhooks(t *testing.T) {
 			t.Fatalf("%s: %v", file, err)
 		}
 		collectServicePaths(t, obj.Object, filepath.Base(file), named)
+	}
+	// The component admission-webhooks repoints the Pipeline webhook with a
+	// JSON patch.
+	patch := filepath.Join(root, "manifests", "components", "admission-webhooks", "validating.yaml")
+	data, err := os.ReadFile(patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []struct {
+		Op, Path string
+		Value    any
+	}
+	if err := yaml.Unmarshal(data, &ops); err != nil {
+		t.Fatalf("%s: %v", patch, err)
+	}
+	for _, op := range ops {
+		if path, ok := op.Value.(string); ok && strings.HasSuffix(op.Path, "/clientConfig/service/path") {
+			named[path] = "components/admission-webhooks/validating.yaml"
+		}
 	}
 	served := map[string]bool{}
 	for _, r := range webhookRegistrations() {

@@ -54,7 +54,8 @@ func (m *Manager) startWebhooks(ctx context.Context) (*webhooks, error) {
 	o := m.opts.Webhook
 	server := webhook.NewServer()
 	webhook.RegisterMetrics()
-	if err := registerWebhooks(server, WebhookContext{Options: m.opts, KubeConfig: m.clientConfig("webhooks")}, append(webhookRegistrations(), m.extraWebhooks...)); err != nil {
+	if err := registerWebhooks(server, WebhookContext{Options: m.opts, KubeConfig: m.clientConfig("webhooks"), Context: ctx,
+		pipelines: &storedPipelineList{}}, append(webhookRegistrations(), m.extraWebhooks...)); err != nil {
 		return nil, err
 	}
 

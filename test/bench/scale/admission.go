@@ -57,8 +57,10 @@ type admissionResult struct {
 	apps, pipelines admissionRows
 }
 
-// admissionRows are one kind's creates under each admission.
-type admissionRows struct{ webhooks, policies, without admissionRun }
+// admissionRows are one kind's creates under each admission; install is
+// the default install on 1.36, the policies and manifests/default's webhook
+// configurations (inert for Apps, the overlap check for Pipelines).
+type admissionRows struct{ webhooks, policies, install, without admissionRun }
 
 // admissionRun is the latency of the timed creates and the CPU they cost
 // per App: the API server's, and the webhooks-only manager's.
@@ -170,12 +172,17 @@ func scenarioAdmission(ctx context.Context, c *cluster, cfg config, l *e2eframew
 	if err != nil {
 		return res, err
 	}
-	configs, err := webhookConfigurations(fmt.Sprintf("https://127.0.0.1:%d", port))
+	base := fmt.Sprintf("https://127.0.0.1:%d", port)
+	configs, err := webhookConfigurations(base, "default-webhooks")
+	if err != nil {
+		return res, err
+	}
+	installConfigs, err := webhookConfigurations(base, "default")
 	if err != nil {
 		return res, err
 	}
 	remove := func() error {
-		for _, obj := range configs {
+		for _, obj := range append(configs, installConfigs...) {
 			err := dyn.Resource(webhookConfigGVRs[obj.GetKind()]).Delete(ctx, obj.GetName(), metav1.DeleteOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {
 				return err
@@ -266,30 +273,52 @@ func scenarioAdmission(ctx context.Context, c *cluster, cfg config, l *e2eframew
 	for i, k := range kinds {
 		creators[i] = k.create
 	}
-	policyRuns, err := timePolicyCreates(ctx, c, cfg, creators)
+	// With the policies, the default install's webhooks are on once a
+	// Pipeline reaches the manager again.
+	install := func(ctx context.Context) error {
+		for _, obj := range installConfigs {
+			if _, err := dyn.Resource(webhookConfigGVRs[obj.GetKind()]).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("installing %s %s: %w", obj.GetKind(), obj.GetName(), err)
+			}
+		}
+		return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			before, err := called()
+			if err != nil {
+				return false, nil
+			}
+			if err := pipelineCreator(c)(ctx, "probe", false, true); err != nil {
+				return false, nil
+			}
+			after, err := called()
+			return err == nil && after > before, nil
+		})
+	}
+	policyRuns, installRuns, err := timePolicyCreates(ctx, c, cfg, creators, install, remove)
 	if err != nil {
 		return res, err
 	}
 	for i, k := range kinds {
-		k.rows.policies = policyRuns[i]
+		k.rows.policies, k.rows.install = policyRuns[i], installRuns[i]
 		logger.Info("Timing creates without admission", "kind", k.name, "creates", cfg.admissionCreates)
 		if k.rows.without, err = timeCreates(ctx, k.create, "without", cfg.admissionCreates); err != nil {
 			return res, err
 		}
 	}
 	for _, k := range kinds {
-		logger.Info("Admission", "kind", k.name, "webhooks", k.rows.webhooks.String(), "policies", k.rows.policies.String(), "without", k.rows.without.String())
+		logger.Info("Admission", "kind", k.name, "webhooks", k.rows.webhooks.String(), "policies", k.rows.policies.String(),
+			"install", k.rows.install.String(), "without", k.rows.without.String())
 	}
 	return res, nil
 }
 
 // timePolicyCreates installs manifests/policies, times creates of each
-// kind through them, and deletes them again. The Pipeline policy's param is
-// the manager's namespace, default here.
-func timePolicyCreates(ctx context.Context, c *cluster, cfg config, kinds []creator) ([]admissionRun, error) {
+// kind through them, then through them and the default install's webhooks
+// (install, then remove), and deletes them again. The Pipeline policy's
+// param is the manager's namespace, default here.
+func timePolicyCreates(ctx context.Context, c *cluster, cfg config, kinds []creator, install func(context.Context) error, remove func() error) (policyRuns, installRuns []admissionRun, err error) {
 	policies, err := controlplane.LoadAdmissionPolicies()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, b := range policies.ValidatingBindings {
 		if b.Spec.ParamRef != nil {
@@ -298,7 +327,7 @@ func timePolicyCreates(ctx context.Context, c *cluster, cfg config, kinds []crea
 	}
 	defer func() { _ = policies.Delete(context.WithoutCancel(ctx), c.kube) }()
 	if err := policies.Install(ctx, c.kube, nil); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The API server loads policies asynchronously: they act once a bad
 	// create of each kind is refused, and have stopped once every one is
@@ -315,35 +344,51 @@ func timePolicyCreates(ctx context.Context, c *cluster, cfg config, kinds []crea
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		return refused(ctx) == len(kinds), nil
 	}); err != nil {
-		return nil, fmt.Errorf("waiting for the API server to enforce the admission policies: %w", err)
+		return nil, nil, fmt.Errorf("waiting for the API server to enforce the admission policies: %w", err)
 	}
 	if _, err := c.waitQuiet(ctx, cfg.quietRate, cfg.quietTimeout); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var runs []admissionRun
 	for i, create := range kinds {
 		klog.FromContext(ctx).Info("Timing creates through the admission policies", "kind", i, "creates", cfg.admissionCreates)
 		run, err := timeCreates(ctx, create, "policies", cfg.admissionCreates)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		runs = append(runs, run)
+		policyRuns = append(policyRuns, run)
+	}
+	if err := install(ctx); err != nil {
+		return nil, nil, fmt.Errorf("waiting for the API server to call the default install's webhooks: %w", err)
+	}
+	if _, err := c.waitQuiet(ctx, cfg.quietRate, cfg.quietTimeout); err != nil {
+		return nil, nil, err
+	}
+	for i, create := range kinds {
+		klog.FromContext(ctx).Info("Timing creates through the default install's admission", "kind", i, "creates", cfg.admissionCreates)
+		run, err := timeCreates(ctx, create, "install", cfg.admissionCreates)
+		if err != nil {
+			return nil, nil, err
+		}
+		installRuns = append(installRuns, run)
+	}
+	if err := remove(); err != nil {
+		return nil, nil, err
 	}
 	if err := policies.Delete(ctx, c.kube); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		return refused(ctx) == 0, nil
 	}); err != nil {
-		return nil, fmt.Errorf("waiting for the API server to drop the admission policies: %w", err)
+		return nil, nil, fmt.Errorf("waiting for the API server to drop the admission policies: %w", err)
 	}
-	return runs, nil
+	return policyRuns, installRuns, nil
 }
 
-// webhookConfigurations builds the webhook configurations of the install
-// with the App's admission webhooks (manifests/default-webhooks, for
-// clusters before 1.36) and points them at base.
-func webhookConfigurations(base string) ([]*unstructured.Unstructured, error) {
+// webhookConfigurations builds the webhook configurations of an install,
+// manifests/<dir> (default-webhooks: for clusters before 1.36), and points
+// them at base.
+func webhookConfigurations(base, dir string) ([]*unstructured.Unstructured, error) {
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		return nil, err
@@ -352,9 +397,9 @@ func webhookConfigurations(base string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	built, err := exec.Command(kubectl, "kustomize", filepath.Join(root, "manifests", "default-webhooks")).Output()
+	built, err := exec.Command(kubectl, "kustomize", filepath.Join(root, "manifests", dir)).Output()
 	if err != nil {
-		return nil, fmt.Errorf("kubectl kustomize manifests/default-webhooks: %w", err)
+		return nil, fmt.Errorf("kubectl kustomize manifests/%s: %w", dir, err)
 	}
 	var out []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(built), 4096)
@@ -364,7 +409,7 @@ func webhookConfigurations(base string) ([]*unstructured.Unstructured, error) {
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			return nil, fmt.Errorf("decoding manifests/default-webhooks: %w", err)
+			return nil, fmt.Errorf("decoding manifests/%s: %w", dir, err)
 		}
 		if _, ok := webhookConfigGVRs[obj.GetKind()]; !ok {
 			continue
@@ -375,7 +420,7 @@ func webhookConfigurations(base string) ([]*unstructured.Unstructured, error) {
 		out = append(out, obj)
 	}
 	if len(out) != 2 {
-		return nil, fmt.Errorf("manifests/default-webhooks builds %d webhook configurations, want 2", len(out))
+		return nil, fmt.Errorf("manifests/%s builds %d webhook configurations, want 2", dir, len(out))
 	}
 	return out, nil
 }

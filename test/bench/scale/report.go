@@ -550,8 +550,8 @@ func markdown(res *results) string {
 			rows admissionRows
 		}{{"App", a.apps}, {"Pipeline", a.pipelines}} {
 			r := k.rows
-			fmt.Fprintf(&b, "- %s: through the webhooks %s; through the admission policies %s; without admission %s. The webhooks add %s, the policies %s.\n",
-				k.kind, r.webhooks, r.policies, r.without, r.added(r.webhooks), r.added(r.policies))
+			fmt.Fprintf(&b, "- %s: through the webhooks %s; through the admission policies %s; through the default install's (the policies and manifests/default's webhooks) %s; without admission %s. The webhooks add %s, the policies %s, the default install %s.\n",
+				k.kind, r.webhooks, r.policies, r.install, r.without, r.added(r.webhooks), r.added(r.policies), r.added(r.install))
 		}
 	}
 	return b.String()

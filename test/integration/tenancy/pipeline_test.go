@@ -472,3 +472,34 @@ func TestPipelineBounds(t *testing.T) {
 		refused(t, "a Pipeline of 65 steps", err)
 	})
 }
+
+// Beside the admission policies, manifests/default's Pipeline webhook makes
+// the one check they cannot (its overlap path): while a replica answers, a
+// Pipeline whose directory lies inside another's is refused, in the
+// webhook's words, and only for that.
+func TestOverlapRefusedBesideThePolicies(t *testing.T) {
+	requireSuite(t)
+	ctx := context.Background()
+	share := path.Join(nfsExport, "team-a", uniqueName("overlap"))
+	victim := createPipeline(t, teamA, newPipeline(uniqueName("victim"), "", share, step("model")))
+	inside := newPipeline(uniqueName("inside"), "", path.Join(share, victim.Name), step("model"))
+	const by = `admission webhook "validate.pipelines.distri-infer.ndsl.cn" denied the request`
+	want := "overlaps Pipeline " + victim.Name + "'s directory"
+	var last error
+	// The webhook lists from the API server's watch cache, which has the
+	// victim within moments.
+	err := pollUntil(ctx, timeout, func(ctx context.Context) (bool, error) {
+		_, err := teamA.crd.PipelineV1beta1().Pipelines().Create(ctx, inside, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if ctx.Err() != nil {
+			return false, nil
+		}
+		last = err
+		return last != nil && strings.Contains(last.Error(), want), nil
+	})
+	if err != nil {
+		t.Fatalf("a Pipeline inside %s's directory: %v (nil: admitted); want it refused, %q", victim.Name, last, want)
+	}
+	if !strings.Contains(last.Error(), by) || strings.Contains(last.Error(), "may not create") {
+		t.Errorf("refused with %q; want only the overlap, by %s", last, by)
+	}
+}
