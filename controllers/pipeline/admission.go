@@ -199,6 +199,21 @@ func decodePipeline(raw []byte) (*pipelinev1beta1.Pipeline, error) {
 	return nil, fmt.Errorf("not a Pipeline: apiVersion %q, kind %q", meta.APIVersion, meta.Kind)
 }
 
+// decodeWrite reads a create's or an update's Pipeline, and an update's
+// old one, as v1beta1; a response when they do not decode.
+func decodeWrite(req *admissionv1.AdmissionRequest) (p, old *pipelinev1beta1.Pipeline, failed *admissionv1.AdmissionResponse) {
+	p, err := decodePipeline(req.Object.Raw)
+	if err != nil {
+		return nil, nil, webhook.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Pipeline: %w", err))
+	}
+	if req.Operation == admissionv1.Update {
+		if old, err = decodePipeline(req.OldObject.Raw); err != nil {
+			return nil, nil, webhook.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old Pipeline: %w", err))
+		}
+	}
+	return p, old, nil
+}
+
 // Admit rejects a Pipeline whose storage cannot work, whose NFS export or
 // images the allowlists forbid, whose children the requester may not write
 // themselves, or a v1beta1 write of the conversion's annotations, with
@@ -211,15 +226,9 @@ func (v Validator) Admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return webhook.Allowed()
 	}
-	p, err := decodePipeline(req.Object.Raw)
-	if err != nil {
-		return webhook.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Pipeline: %w", err))
-	}
-	var old *pipelinev1beta1.Pipeline
-	if req.Operation == admissionv1.Update {
-		if old, err = decodePipeline(req.OldObject.Raw); err != nil {
-			return webhook.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old Pipeline: %w", err))
-		}
+	p, old, failed := decodeWrite(req)
+	if failed != nil {
+		return failed
 	}
 	errs, warnings := validatePipeline(p)
 	errs = append(errs, v.allowlistErrors(p, old)...)

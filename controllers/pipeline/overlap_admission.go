@@ -18,8 +18,6 @@ package pipeline
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
 
@@ -44,15 +42,9 @@ func (v OverlapValidator) Admit(ctx context.Context, req *admissionv1.AdmissionR
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return webhook.Allowed()
 	}
-	p, err := decodePipeline(req.Object.Raw)
-	if err != nil {
-		return webhook.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Pipeline: %w", err))
-	}
-	var old *pipelinev1beta1.Pipeline
-	if req.Operation == admissionv1.Update {
-		if old, err = decodePipeline(req.OldObject.Raw); err != nil {
-			return webhook.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old Pipeline: %w", err))
-		}
+	p, old, failed := decodeWrite(req)
+	if failed != nil {
+		return failed
 	}
 	errs, warnings := Validator{ListPipelines: v.ListPipelines}.overlapErrors(ctx, p, old)
 	if len(errs) > 0 {
