@@ -27,15 +27,21 @@ import (
 // ReloadingTLSConfig returns a TLS config that serves certs's current
 // certificate and, until ctx is done, follows its changes: a renewed
 // certificate (a file replaced on disk, a Secret rotated) is served to new
-// connections without a restart. HTTP/1.1 only: nothing the manager serves
-// needs more, and HTTP/2's stream handling has been the source of
-// denial-of-service bugs.
+// connections without a restart. HTTP/2 first, for the API server's sake: a
+// replica that shuts down, closes an idle connection or answers
+// Connection: close (CloseConnections) sends a GOAWAY, and the client sends
+// again, on another connection, what the replica had not taken. Over
+// HTTP/1.1 a kept-alive connection closed as a request is sent on it fails
+// that request with EOF, which the API server does not retry: make test's
+// chaos saw it in rollouts ("conversion webhook … Post …: EOF"). Go's
+// HTTP/2 server bounds what a client's stream resets can cost
+// (CVE-2023-44487).
 //
 // The error says that no certificate could be loaded yet; the config is
 // usable all the same and starts serving once certs holds one. The returned
 // source answers what is served now (CertificateCheck uses it).
 func ReloadingTLSConfig(ctx context.Context, certs dynamiccertificates.CertKeyContentProvider) (*tls.Config, *dynamiccertificates.DynamicServingCertificateController, error) {
-	base := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	base := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
 	serving := dynamiccertificates.NewDynamicServingCertificateController(base, nil, certs, nil, nil)
 	// The controller's worker logs every failed load as an error and retries
 	// within milliseconds. Starting empty (the Secret not filled yet) is
