@@ -157,12 +157,13 @@ func (v Validator) boundErrors(p, old *pipelinev1beta1.Pipeline) field.ErrorList
 // Pipeline's: moving into another team's directory is what an author must
 // not do, whichever Pipeline is older. A failed list only warns: the
 // controller refuses the overlap too.
-func (v Validator) overlapErrors(ctx context.Context, p, old *pipelinev1beta1.Pipeline) (field.ErrorList, []string) {
+// list is the webhook's ListPipelines; nil skips the check.
+func overlapErrors(ctx context.Context, list func(context.Context) ([]pipelinev1beta1.Pipeline, error), p, old *pipelinev1beta1.Pipeline) (field.ErrorList, []string) {
 	dir := storageDir(p)
-	if v.ListPipelines == nil || dir == "" || (old != nil && storageDir(old) == dir) {
+	if list == nil || dir == "" || (old != nil && storageDir(old) == dir) {
 		return nil, nil
 	}
-	stored, err := v.ListPipelines(ctx)
+	stored, err := list(ctx)
 	if err != nil {
 		return nil, []string{fmt.Sprintf("could not compare the storage directory with other Pipelines' (%v); the controller will", err)}
 	}
@@ -233,7 +234,7 @@ func (v Validator) Admit(ctx context.Context, req *admissionv1.AdmissionRequest)
 	errs, warnings := validatePipeline(p)
 	errs = append(errs, v.allowlistErrors(p, old)...)
 	errs = append(errs, v.accessErrors(ctx, req.UserInfo, p, old)...)
-	overlaps, overlapWarnings := v.overlapErrors(ctx, p, old)
+	overlaps, overlapWarnings := overlapErrors(ctx, v.ListPipelines, p, old)
 	errs, warnings = append(errs, overlaps...), append(warnings, overlapWarnings...)
 	if webhook.RequestVersion(req) == pipelinev1beta1.SchemeGroupVersion.Version {
 		// Through v1 the conversion wrote them; through v1beta1 a user did.

@@ -46,7 +46,7 @@ func (v OverlapValidator) Admit(ctx context.Context, req *admissionv1.AdmissionR
 	if failed != nil {
 		return failed
 	}
-	errs, warnings := Validator{ListPipelines: v.ListPipelines}.overlapErrors(ctx, p, old)
+	errs, warnings := overlapErrors(ctx, v.ListPipelines, p, old)
 	if len(errs) > 0 {
 		return webhook.Invalid(pipelinev1beta1.Kind("Pipeline"), p.Name, errs, warnings...)
 	}
