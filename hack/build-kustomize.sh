@@ -16,7 +16,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${CONTROLPLANE_BIN_DIR:-$ROOT/hack/bin}"
-# Keep in step with kustomizeVersions in test/integration/manifests and
+# Keep in step with KustomizeVersions in test/integration/framework and
 # docs/kustomize.md. v5.0.1: the oldest v5 the module proxy serves (v5.0.0
 # is not installable: its go.mod has replace directives), as in kubectl
 # 1.27. The newest, v5.8, is kubectl's (v5.8.3 needs Go 1.27): a build of

@@ -189,7 +189,8 @@ func TestPipelineOptionsAreTheFlags(t *testing.T) {
 	checkPipelineOptions(t, "manifests/default", resolvePipelineOptions(t, base), "ndsl-system", defaults)
 
 	// The recipe of manifests/components/pipeline-options: the values in a
-	// Component of the user's, then that component again.
+	// Component of the user's, then that component again, with kubectl and
+	// with the oldest kustomize users have.
 	dir := t.TempDir()
 	rel := func(path ...string) string {
 		r, err := filepath.Rel(dir, filepath.Join(append([]string{root, "manifests"}, path...)...))
@@ -226,8 +227,10 @@ configMapGenerator:
 	if err := os.WriteFile(filepath.Join(dir, "pipeline-values", "kustomization.yaml"), []byte(values), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	merged := resolvePipelineOptions(t, kustomize(t, dir))
-	checkPipelineOptions(t, "a kustomization merging values", merged, "platform", want)
+	for _, k := range framework.Kustomizers(t) {
+		merged := resolvePipelineOptions(t, decode(t, string(k.Build(t, dir))))
+		checkPipelineOptions(t, k.Name+": a kustomization merging values", merged, "platform", want)
+	}
 
 	// A value that would end the CEL literal is refused by the chart.
 	if _, err := renderText(t, "ndsl-system", map[string]any{"pipeline": map[string]any{"allowedImages": []any{"registry.example.com/a'b"}}}); err == nil ||

@@ -39,49 +39,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
+	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
 // userNamespace is where the composition test installs: not the default.
 const userNamespace = "platform"
-
-// kustomizeVersions are the kustomize CLIs of hack/build-kustomize.sh: the
-// oldest that users have. kubectl's embedded kustomize (v5.8.1 in kubectl
-// 1.36, the newest minor) is tested beside it.
-var kustomizeVersions = []string{"v5.0.1"}
-
-// kustomizer builds a kustomization directory: a kustomize CLI, or kubectl.
-type kustomizer struct {
-	name string
-	args []string
-}
-
-// kustomizers returns kubectl's kustomize and those of
-// hack/build-kustomize.sh, beside the control plane's binaries
-// ($CONTROLPLANE_BIN_DIR, else hack/bin).
-func kustomizers(t *testing.T) []kustomizer {
-	t.Helper()
-	kubectl, err := controlplane.KubectlPath("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := []kustomizer{{"kubectl", []string{kubectl, "kustomize"}}}
-	dir := os.Getenv(controlplane.BinDirEnv)
-	if dir == "" {
-		root, err := controlplane.RepoRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, "hack", "bin")
-	}
-	for _, v := range kustomizeVersions {
-		path := filepath.Join(dir, "kustomize-"+v, "kustomize")
-		if _, err := os.Stat(path); err != nil {
-			t.Fatalf("kustomize %s is not built (%v): run hack/build-kustomize.sh (make kustomize)", v, err)
-		}
-		all = append(all, kustomizer{"kustomize " + v, []string{path, "build"}})
-	}
-	return all
-}
 
 // composition is a user's kustomization over manifests/default, written
 // the conventional way (namespace:, the base, components:, images:) and
@@ -126,11 +88,11 @@ func compose(t *testing.T, namespace string, only ...string) (string, []map[stri
 	if len(only) == 0 {
 		only = allComponents(t)
 	}
-	return composeWith(t, kustomizers(t)[0], composition{namespace: namespace, components: only})
+	return composeWith(t, framework.Kustomizers(t)[0], composition{namespace: namespace, components: only})
 }
 
 // composeWith writes c into a directory of its own and builds it with k.
-func composeWith(t *testing.T, k kustomizer, c composition) (string, []map[string]any) {
+func composeWith(t *testing.T, k framework.Kustomizer, c composition) (string, []map[string]any) {
 	t.Helper()
 	root, err := controlplane.RepoRoot()
 	if err != nil {
@@ -163,13 +125,7 @@ func composeWith(t *testing.T, k kustomizer, c composition) (string, []map[strin
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kz.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd := exec.Command(k.args[0], append(k.args[1:], dir)...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s of\n%s\n%v: %s", k.name, kz.String(), err, stderr.String())
-	}
+	out := k.Build(t, dir)
 	var docs []map[string]any
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
 	for {
@@ -233,8 +189,8 @@ func TestConventionalKustomizationOnEveryKustomize(t *testing.T) {
 		}
 	}
 	compositions = append(compositions, composition{namespace: userNamespace, components: all, image: "registry.example.com/controller-manager:v9.9.9"})
-	for _, k := range kustomizers(t) {
-		t.Run(k.name, func(t *testing.T) {
+	for _, k := range framework.Kustomizers(t) {
+		t.Run(k.Name, func(t *testing.T) {
 			for _, c := range compositions {
 				out, docs := composeWith(t, k, c)
 				ns := c.namespace
