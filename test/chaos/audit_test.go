@@ -85,6 +85,14 @@ func TestJudgeWrites(t *testing.T) {
 		leaseEvent(c, "update", 20000, 200),
 		leaseEvent("admin", "update", 20500, 200),
 	})[framework.LeaseName]
+	// The Lease is stolen from a at 1 s; a's election loop reads it at the
+	// end of the retry period.
+	lateRead := leaseTimelines([]auditEvent{
+		leaseEvent(a, "create", 0, 201),
+		leaseEvent("admin", "update", 1000, 200),
+		leaseEvent(a, "get", 1995, 200),
+		leaseEvent(a, "update", 3000, 409),
+	})[framework.LeaseName]
 	released := leaseTimelines([]auditEvent{
 		withHolder(leaseEvent(a, "create", 0, 201), "a"),
 		withHolder(leaseEvent(a, "update", 1000, 200), ""),
@@ -113,7 +121,11 @@ func TestJudgeWrites(t *testing.T) {
 		{"within the retry period of a theft", l, c, ms(21400), inFlightAfterTheft},
 		// c's election loop reads the Lease within a retry period, and its
 		// guard stops writes then.
-		{"past the retry period of a theft", l, c, ms(21600), lateAfterTheft},
+		{"past the retry period of a theft", l, c, ms(21800), lateAfterTheft},
+		// The answer reaches the process, and a write it let through
+		// reaches the API server, some time after the audit log's stamps.
+		{"just after a late read was answered", lateRead, a, ms(2050), inFlightAfterTheft},
+		{"well after a late read was answered", lateRead, a, ms(2300), lateAfterTheft},
 		{"before the release", released, a, ms(900), held},
 		{"after the release", released, a, ms(1100), notHeld},
 	} {
