@@ -170,10 +170,11 @@ func (u helmUpgrade) revision(t *testing.T) int {
 // the step's image, no request failed, and the Apps made before it are
 // untouched: every one Ready with no transition in between and the same
 // observed generation, their Deployments at the same generation (one more
-// after the upgrade that moves the owner references to v1: a metadata
-// write), the same ReplicaSets, the same pods (UIDs) with the same restart
-// counts, their Services and Ingresses the same objects. After the upgrade
-// the Apps and the Pipelines are stored at v1 alone (status.storedVersions).
+// after the upgrade that moves the owner references to v1, from a version
+// that stored v1beta1: a metadata write), the same ReplicaSets, the same
+// pods (UIDs) with the same restart counts, their Services and Ingresses
+// the same objects. After that upgrade the Apps and the Pipelines are
+// stored at v1 alone (status.storedVersions).
 func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 	u := helmUpgradeFromEnv(t)
 	if managerImage(t) != u.oldImage {
@@ -194,6 +195,9 @@ func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 	waitAppsReady(t, ns, upgradeApps, 3*time.Minute)
 	before := observeApps(t, ns)
 
+	// The upgrade migrates when the earlier version left objects stored at
+	// another version than v1.
+	migrates := !storedAt(t, "apps.ingress.example.com", "v1") || !storedAt(t, pipelinesCRD, "v1")
 	shards := shardsValues(t, u.values)
 	for _, step := range []struct {
 		name  string
@@ -205,13 +209,12 @@ func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 		// v1beta1 to v1, and their children's owner references with them.
 		migrates bool
 	}{
-		{"helm upgrade to the current chart and image", u.newImage, func() { u.install(t, u.newChart, u.newImage) }, framework.LeaseName, true},
+		{"helm upgrade to the current chart and image", u.newImage, func() { u.install(t, u.newChart, u.newImage) }, framework.LeaseName, migrates},
 		// The Lease layout changes: replicas of two layouts run side by
 		// side during the rolling update, and only one layout may lead.
 		{"helm upgrade that turns --shards=2 on", u.newImage, func() { u.install(t, u.newChart, u.newImage, "-f", shards) },
 			framework.LeaseName + "-app-0-of-2", false},
-		// Back to the earlier version, which knows no layouts, and its
-		// single Lease.
+		// Back to the earlier version and its values: one Lease.
 		{fmt.Sprintf("helm rollback to revision %d", oldRevision), u.oldImage, func() {
 			if _, err := u.run(context.Background(), "rollback", helmRelease, fmt.Sprint(oldRevision)); err != nil {
 				t.Fatal(err)
@@ -246,6 +249,18 @@ func TestInClusterHelmUpgradeAndRollback(t *testing.T) {
 		}
 		before = after
 	}
+}
+
+// storedAt says whether the CRD's status.storedVersions is exactly version.
+func storedAt(t *testing.T, crd, version string) bool {
+	t.Helper()
+	client := apiextensionsclient.NewForConfigOrDie(cluster.Config)
+	got, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), crd, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: storedVersions %v before the upgrade", crd, got.Status.StoredVersions)
+	return slices.Equal(got.Status.StoredVersions, []string{version})
 }
 
 // waitStoredVersions waits until the CRD's status.storedVersions is
