@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -144,6 +145,10 @@ func serveHTTP(ctx context.Context, address string, c cache.Cache) error {
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
+	// The benchmark's CPU and heap profiles of the convergence, as the
+	// manager's --profiling serves them.
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.Handle("/debug/pprof/heap", pprof.Handler("heap"))
 	l, err := net.Listen("tcp", address)
 	if err != nil {
 		return err

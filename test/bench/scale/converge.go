@@ -176,6 +176,9 @@ func measureConvergence(ctx context.Context, c *cluster, cfg config, name string
 	}
 	defer stopProfile()
 	cpu0 := takeCPUSnapshot()
+	if p, ok := m.(creationWatcher); ok {
+		p.creating()
+	}
 	start := time.Now()
 	if err := parallel(ctx, t.want, cfg.concurrency, create); err != nil {
 		return res, fmt.Errorf("creating: %w", err)

@@ -109,6 +109,7 @@ type config struct {
 	binary      string
 	peerBinary  string
 	peerRounds  int
+	peerProfile time.Duration
 	binDir      string
 	artifacts   string
 	markdown    string
@@ -163,6 +164,7 @@ func main() {
 	flag.BoolVar(&cfg.useExisting, "use-existing-cluster", false, "Run against the cluster of $KUBECONFIG (it must run kube-controller-manager, kube-scheduler and kwok) instead of starting the local control plane.")
 	flag.StringVar(&cfg.binary, "binary", "_output/controller-manager", "The controller-manager binary under test (make build).")
 	flag.StringVar(&cfg.peerBinary, "peer-binary", "_output/bench-peer", "The peer operator of the peer scenario: test/bench/peer built in its own module (make bench builds it).")
+	flag.DurationVar(&cfg.peerProfile, "peer-profile", 40*time.Second, "In the peer scenario's first round, a CPU profile of the manager's and of the peer's first this long of the convergence, broken down by part of the work (0: none).")
 	flag.IntVar(&cfg.peerRounds, "peer-rounds", 2, "Rounds of the peer scenario: in each, --apps Apps converged by the manager with the App controller alone and by the peer, alternating which goes first; the report gives the median of each figure.")
 	flag.Float64Var(&cfg.profileScale, "profile-scale", 0.25, "The profile scenario converges this share of --apps, --pipelines and --services again with the manager in this process, under a CPU profile.")
 	flag.IntVar(&cfg.noiseObjects, "noise-objects", 50000, "Objects the manager does not manage in the noisy scenario: Deployments of 0 replicas, headless Services without selector, Pods no scheduler takes, ConfigMaps, a quarter each.")

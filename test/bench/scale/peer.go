@@ -19,6 +19,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -98,6 +99,17 @@ func (m *peerManager) waitIdle(ctx context.Context, timeout, quietFor time.Durat
 // one run to the next on this machine.
 type peerResult struct {
 	peer, ours []convergence
+	// peerProf and oursProf are the first round's profiles
+	// (--peer-profile); nil without.
+	peerProf, oursProf *processProfiles
+}
+
+// processProfiles are a process's CPU profile over the start of its
+// convergence and its heap profile (after a GC) at convergence.
+type processProfiles struct {
+	cpu                   cpuBreakdown
+	heapFile, heapSummary string
+	heapTop               []string
 }
 
 // peerNamespaces are the namespaces of round r's Apps, ours and the peer's.
@@ -113,8 +125,13 @@ func scenarioPeer(ctx context.Context, c *cluster, cfg config, ml *e2eframework.
 	var res peerResult
 	for r := range cfg.peerRounds {
 		oursNS, peerNS := peerNamespaces(r)
+		var oursCPU, peerCPU *processProfiles
+		if r == 0 && cfg.peerProfile > 0 {
+			oursCPU, peerCPU = &processProfiles{}, &processProfiles{}
+			res.oursProf, res.peerProf = oursCPU, peerCPU
+		}
 		runOurs := func() error {
-			ours, err := oursAppOnly(ctx, c, cfg, ml, oursNS)
+			ours, err := oursAppOnly(ctx, c, cfg, ml, oursNS, oursCPU)
 			if err != nil {
 				return fmt.Errorf("the manager with the App controller alone, round %d: %w", r+1, err)
 			}
@@ -122,7 +139,7 @@ func scenarioPeer(ctx context.Context, c *cluster, cfg config, ml *e2eframework.
 			return nil
 		}
 		runPeer := func() error {
-			peer, err := peerApps(ctx, c, cfg, peerNS)
+			peer, err := peerApps(ctx, c, cfg, peerNS, peerCPU)
 			if err != nil {
 				return fmt.Errorf("round %d: %w", r+1, err)
 			}
@@ -143,11 +160,55 @@ func scenarioPeer(ctx context.Context, c *cluster, cfg config, ml *e2eframework.
 	return res, nil
 }
 
+// creationWatcher is a manager told when a measurement starts creating
+// objects (measureConvergence).
+type creationWatcher interface {
+	creating()
+}
+
+// profiledManager takes a CPU profile of m when the creates start.
+type profiledManager struct {
+	manager
+	start func()
+}
+
+func (m profiledManager) creating() { m.start() }
+
+// profiledConvergence converges the Apps with converge and, when prof is
+// set, takes a CPU profile of m's first cfg.peerProfile from the first
+// create, and a heap profile once it converged, into files named after who.
+func profiledConvergence(ctx context.Context, cfg config, m manager, who string, prof *processProfiles, converge func(manager) (convergence, error)) (convergence, error) {
+	if prof == nil {
+		return converge(m)
+	}
+	cpuFile := filepath.Join(cfg.artifacts, "cpu-peer-"+who+".pprof")
+	wait := func() error { return fmt.Errorf("no create started the profile") }
+	conv, err := converge(profiledManager{manager: m, start: func() {
+		wait = fetchCPUProfile(ctx, m.Base(), cpuFile, cfg.peerProfile)
+	}})
+	if err == nil {
+		prof.heapFile = filepath.Join(cfg.artifacts, "heap-peer-"+who+".pprof")
+		err = fetchProfile(ctx, m.Base()+"/debug/pprof/heap?gc=1", prof.heapFile)
+	}
+	if perr := wait(); err == nil && perr != nil {
+		return conv, fmt.Errorf("CPU profile: %w", perr)
+	}
+	if err != nil {
+		return conv, err
+	}
+	if prof.heapSummary, prof.heapTop, err = heapTop(ctx, prof.heapFile, profileTopEntries); err != nil {
+		return conv, err
+	}
+	prof.cpu, err = breakDown(ctx, cpuFile)
+	return conv, err
+}
+
 // oursAppOnly is the manager's half of the peer scenario: --controllers=app,
-// no leader election, the same client flags as every manager.
-func oursAppOnly(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher, ns string) (convergence, error) {
+// no leader election, the same client flags as every manager, profiles
+// served (as the peer's are) whether or not this round takes one.
+func oursAppOnly(ctx context.Context, c *cluster, cfg config, l *e2eframework.Launcher, ns string, prof *processProfiles) (convergence, error) {
 	logger := klog.FromContext(ctx)
-	m, err := startBinaryManager(ctx, l, "app-only", append([]string{"--leader-elect=false", "--controllers=" + appcontroller.ControllerName}, cfg.managerArgs...)...)
+	m, err := startBinaryManager(ctx, l, "app-only", append([]string{"--leader-elect=false", "--profiling", "--controllers=" + appcontroller.ControllerName}, cfg.managerArgs...)...)
 	if err != nil {
 		return convergence{}, err
 	}
@@ -159,7 +220,9 @@ func oursAppOnly(ctx context.Context, c *cluster, cfg config, l *e2eframework.La
 	if err := waitManagerReady(ctx, m, 5*time.Minute, 3*time.Second); err != nil {
 		return convergence{}, err
 	}
-	conv, err := convergeApps(ctx, c, cfg, m, "app-only", ns, map[string]string{benchLabel: peerPhase}, cfg.apps, false)
+	conv, err := profiledConvergence(ctx, cfg, m, "ours", prof, func(m manager) (convergence, error) {
+		return convergeApps(ctx, c, cfg, m, "app-only", ns, map[string]string{benchLabel: peerPhase}, cfg.apps, false)
+	})
 	if err != nil {
 		return conv, err
 	}
@@ -170,7 +233,7 @@ func oursAppOnly(ctx context.Context, c *cluster, cfg config, l *e2eframework.La
 }
 
 // peerApps is the peer's half of the peer scenario.
-func peerApps(ctx context.Context, c *cluster, cfg config, ns string) (convergence, error) {
+func peerApps(ctx context.Context, c *cluster, cfg config, ns string, prof *processProfiles) (convergence, error) {
 	logger := klog.FromContext(ctx)
 	l := e2eframework.NewLauncher(cfg.peerBinary, c.kubeconfig, cfg.artifacts)
 	defer l.Close()
@@ -190,7 +253,9 @@ func peerApps(ctx context.Context, c *cluster, cfg config, ns string) (convergen
 	if err := m.waitIdle(ctx, 5*time.Minute, 3*time.Second); err != nil {
 		return convergence{}, err
 	}
-	conv, err := convergeApps(ctx, c, cfg, m, scenarioNamePeer, ns, map[string]string{benchLabel: peerPhase}, cfg.apps, false)
+	conv, err := profiledConvergence(ctx, cfg, m, "peer", prof, func(m manager) (convergence, error) {
+		return convergeApps(ctx, c, cfg, m, scenarioNamePeer, ns, map[string]string{benchLabel: peerPhase}, cfg.apps, false)
+	})
 	if err != nil {
 		return conv, fmt.Errorf("peer: %w", err)
 	}

@@ -543,6 +543,16 @@ func markdown(res *results) string {
 			fmt.Fprintf(&b, "- after %s (`%s`; %s): %s.\n", name, p.heapFile, p.heapSummary, strings.Join(p.heapTop, "; "))
 		}
 	}
+	if p := res.peer; p != nil && p.oursProf != nil && p.peerProf != nil && p.oursProf.cpu.total > 0 && p.peerProf.cpu.total > 0 {
+		b.WriteString(cpuPartsTable(cfg, p.oursProf.cpu, p.peerProf.cpu))
+		fmt.Fprintf(&b, "\n**Heap at convergence in the peer scenario** (its first round, after a GC; top %d by in-use bytes, cum in brackets):\n\n", profileTopEntries)
+		for _, who := range []struct {
+			name string
+			p    *processProfiles
+		}{{"ours", p.oursProf}, {"the peer", p.peerProf}} {
+			fmt.Fprintf(&b, "- %s (`%s`; %s): %s.\n", who.name, who.p.heapFile, who.p.heapSummary, strings.Join(who.p.heapTop, "; "))
+		}
+	}
 	if a := res.admission; a != nil {
 		fmt.Fprintf(&b, "\n**Admission** (%d sequential creates of each kind at v1, one client; the webhooks: a webhooks-only manager on loopback, the configurations of manifests/default-webhooks pointed at it; the policies: manifests/policies, run by the API server):\n", a.creates)
 		for _, k := range []struct {
@@ -599,4 +609,20 @@ func absDiff(a, b int) int {
 		return a - b
 	}
 	return b - a
+}
+
+// cpuPartsTable is the peer scenario's CPU profiles side by side, by part.
+func cpuPartsTable(cfg config, ours, peer cpuBreakdown) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n**Where the CPU went in the peer scenario** (its first round: a CPU profile of each process over the first %s of its convergence of %d Apps; each sample counted in the first part, in this order, that one of its frames belongs to; `go tool pprof -traces`):\n\n", cfg.peerProfile, cfg.apps)
+	fmt.Fprintf(&b, "| part | ours (`%s`) | the peer (`%s`) |\n|---|---|---|\n", ours.file, peer.file)
+	cell := func(d, total time.Duration) string {
+		return fmt.Sprintf("%.2f s (%.0f%%)", d.Seconds(), 100*d.Seconds()/total.Seconds())
+	}
+	for i, name := range partNames() {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", name, cell(ours.parts[i], ours.total), cell(peer.parts[i], peer.total))
+	}
+	fmt.Fprintf(&b, "| all | %.2f s | %.2f s |\n", ours.total.Seconds(), peer.total.Seconds())
+	fmt.Fprintf(&b, "| of which allocating (`runtime.mallocgc`, across the parts) | %s | %s |\n", cell(ours.allocation, ours.total), cell(peer.allocation, peer.total))
+	return b.String()
 }
