@@ -215,7 +215,7 @@ func (c *Children[T, AC]) Apply(ctx context.Context, owner metav1.Object, desire
 		return none, Unchanged, fmt.Errorf("decoding the desired %s: %w", c.Kind, err)
 	}
 	if !exists {
-		return c.create(ctx, owner, desired, want, desiredJSON)
+		return c.create(ctx, owner, desired, want, desiredJSON, sum)
 	}
 	return c.update(ctx, desired, want, &sum, live)
 }
@@ -289,10 +289,10 @@ func (c *Children[T, AC]) upgradeCreated(ctx context.Context, client ChildClient
 }
 
 // create creates the child the cache does not hold, from desired fields
-// (desiredJSON is their encoding). A Create, unlike an apply, never takes
+// (desiredJSON is their encoding, sum its digest). A Create, unlike an apply, never takes
 // over an object of the same name. On AlreadyExists the name's holder is
 // read live (the cache holds only objects with ManagedByLabel): see blocked.
-func (c *Children[T, AC]) create(ctx context.Context, owner metav1.Object, desiredAC AC, desired map[string]any, desiredJSON []byte) (T, Write, error) {
+func (c *Children[T, AC]) create(ctx context.Context, owner metav1.Object, desiredAC AC, desired map[string]any, desiredJSON []byte, sum digest) (T, Write, error) {
 	var none T
 	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
 	if err := json.Unmarshal(desiredJSON, obj); err != nil {
@@ -310,6 +310,9 @@ func (c *Children[T, AC]) create(ctx context.Context, owner metav1.Object, desir
 	}
 	if err != nil {
 		return none, Created, err
+	}
+	if c.verdicts != nil {
+		c.verdicts.rememberCreated(created, sum)
 	}
 	klog.FromContext(ctx).V(2).Info("Created child", "kind", c.Kind, "child", klog.KObj(created))
 	return created, Created, nil

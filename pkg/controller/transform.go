@@ -38,8 +38,14 @@ func TrimManagedFields(obj any) (any, error) {
 	if err != nil {
 		return obj, nil
 	}
+	accessor.SetManagedFields(ownManagedFields(accessor.GetManagedFields()))
+	return obj, nil
+}
+
+// ownManagedFields is what TrimManagedFields keeps of entries.
+func ownManagedFields(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
 	var own []metav1.ManagedFieldsEntry
-	for _, mf := range accessor.GetManagedFields() {
+	for _, mf := range entries {
 		if mf.Manager != FieldManager || mf.Subresource != "" {
 			continue
 		}
@@ -48,6 +54,5 @@ func TrimManagedFields(obj any) (any, error) {
 		}
 		own = append(own, mf)
 	}
-	accessor.SetManagedFields(own)
-	return obj, nil
+	return own
 }

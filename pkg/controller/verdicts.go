@@ -36,7 +36,8 @@ import (
 // unchanged child does not compare it again (the comparison is most of a
 // reconcile's cost). Any change of the child that drift could see, or of
 // what is desired (other desired bytes), misses and is compared in full.
-// Only "up to date" is remembered: any other verdict leads to a write.
+// Only "up to date" is remembered, found so or created so
+// (rememberCreated): any other verdict leads to a write.
 //
 // What a verdict holds for (versionOf) is the child's resourceVersion, or,
 // for kinds whose generation the API server raises on every change of their
@@ -152,6 +153,22 @@ func (v *upToDateVerdicts) remember(live metav1.Object, desired digest) {
 		v.byUID = map[types.UID]verdict{}
 	}
 	v.byUID[live.GetUID()] = verdict{version: version, desired: desired}
+}
+
+// rememberCreated remembers as up to date a child this manager just created
+// from the desired fields whose digest is desired, as the API server
+// answered the create: it holds those fields, so the reconciles its own
+// events bring (one per child created, most of a new App's work) compare
+// nothing. An admission plugin may have changed one of them on the way in;
+// that is kept until the child or desired changes, where a comparison
+// would have applied desired over it once. The cache holds the child with
+// its managedFields trimmed (TrimManagedFields): so does its version here.
+func (v *upToDateVerdicts) rememberCreated(created metav1.Object, desired digest) {
+	v.remember(&metav1.ObjectMeta{
+		UID: created.GetUID(), ResourceVersion: created.GetResourceVersion(), Generation: created.GetGeneration(),
+		Labels: created.GetLabels(), Annotations: created.GetAnnotations(), OwnerReferences: created.GetOwnerReferences(),
+		ManagedFields: ownManagedFields(created.GetManagedFields()),
+	}, desired)
 }
 
 // forget drops the verdict of a child that is gone.

@@ -26,8 +26,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -73,6 +75,49 @@ func TestRememberedVerdictIsExact(t *testing.T) {
 	children.verdicts.forgetDeleted().OnDelete(&corev1.Service{ObjectMeta: created.ObjectMeta})
 	if ok := children.verdicts.remembers(created.UID); ok {
 		t.Error("the verdict of a deleted child is still remembered")
+	}
+}
+
+// TestCreatedChildIsRemembered: the reconcile that a child's creation
+// brings back finds the create's answer remembered as up to date and
+// neither compares nor writes, even where the answer differs from desired
+// (as an admission plugin may make it); the child's next version is
+// compared again.
+func TestCreatedChildIsRemembered(t *testing.T) {
+	ctx := context.Background()
+	children, client, cached := newServiceChildren(t)
+	client.PrependReactor("create", "services", func(action clienttesting.Action) (bool, kruntime.Object, error) {
+		svc := action.(clienttesting.CreateAction).GetObject().(*corev1.Service).DeepCopy()
+		svc.UID, svc.ResourceVersion = "uid-created", "1"
+		svc.Spec.Selector = map[string]string{"app": "web", "admitted": "yes"}
+		svc.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
+			APIVersion: "v1", Time: &metav1.Time{Time: time.Unix(100, 0)}, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}
+		return true, svc, client.Tracker().Add(svc)
+	})
+	created, write, err := children.Apply(ctx, ownerApp(), desiredChildService(), nil)
+	if err != nil || write != Created {
+		t.Fatalf("create: write %v, err %v", write, err)
+	}
+	// The informer's copy: trimmed managedFields.
+	trimmed, err := Compact(created.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inCache := trimmed.(*corev1.Service)
+	cached(inCache)
+	client.ClearActions()
+	if _, write, err := children.Apply(ctx, ownerApp(), desiredChildService(), inCache); err != nil || write != Unchanged {
+		t.Fatalf("the created child back from the cache: write %v, err %v, want Unchanged", write, err)
+	}
+	if len(client.Actions()) != 0 {
+		t.Errorf("the created child back from the cache: requests %v, want none", client.Actions())
+	}
+
+	// Its next version is compared: the admitted selector goes.
+	next := inCache.DeepCopy()
+	next.ResourceVersion = "2"
+	if _, write, err := children.Apply(ctx, ownerApp(), desiredChildService(), next); err != nil || write != Updated {
+		t.Fatalf("the child's next version: write %v, err %v, want Updated", write, err)
 	}
 }
 
