@@ -63,6 +63,14 @@ var specGenerations = map[schema.GroupResource]bool{
 	{Group: "networking.k8s.io", Resource: "ingresses"}: true,
 }
 
+// othersOnly are the annotations the control plane writes on children and
+// this manager never desires, so they cannot change a verdict: the
+// Deployment controller's revision, set right after each Deployment is
+// created (which cost every new App's Deployment a second comparison).
+var othersOnly = map[string]bool{
+	"deployment.kubernetes.io/revision": true,
+}
+
 // verdict is one child's remembered verdict.
 type verdict struct {
 	version, desired digest
@@ -81,8 +89,8 @@ func desiredSum(desiredJSON []byte) digest {
 
 // versionOf is what a verdict remembers of live: its resourceVersion, or,
 // with bySpec, its generation and everything of its metadata drift reads
-// (labels, annotations, owner references, this manager's managedFields
-// entries).
+// (labels, annotations but othersOnly, owner references, this manager's
+// managedFields entries).
 func (v *upToDateVerdicts) versionOf(live metav1.Object) digest {
 	h := sha256.New()
 	field := func(s string) {
@@ -96,6 +104,9 @@ func (v *upToDateVerdicts) versionOf(live metav1.Object) digest {
 	field(strconv.FormatInt(live.GetGeneration(), 10))
 	for _, m := range []map[string]string{live.GetLabels(), live.GetAnnotations()} {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if othersOnly[k] {
+				continue
+			}
 			field(k)
 			field(m[k])
 		}

@@ -197,6 +197,10 @@ func TestVerdictVersion(t *testing.T) {
 			d.ResourceVersion = "11"
 			d.ManagedFields[0].Time = &metav1.Time{Time: time.Unix(200, 0)}
 		}, false, false},
+		{"the Deployment controller's revision", func(d *appsv1.Deployment) {
+			d.ResourceVersion = "11"
+			d.Annotations["deployment.kubernetes.io/revision"] = "1"
+		}, true, false},
 		{"another manager's entry", func(d *appsv1.Deployment) {
 			d.ResourceVersion = "11"
 			d.ManagedFields = append(d.ManagedFields, metav1.ManagedFieldsEntry{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"})
