@@ -174,6 +174,8 @@ func (v *upToDateVerdicts) remember(live metav1.Object, desired digest) {
 // that is kept until the child or desired changes, where a comparison
 // would have applied desired over it once. The cache holds the child with
 // its managedFields trimmed (TrimManagedFields): so does its version here.
+// A child deleted before the cache ever held it gets no delete event, and
+// its verdict (about 100 bytes) stays until the manager restarts.
 func (v *upToDateVerdicts) rememberCreated(created metav1.Object, desired digest) {
 	v.remember(&metav1.ObjectMeta{
 		UID: created.GetUID(), ResourceVersion: created.GetResourceVersion(), Generation: created.GetGeneration(),
