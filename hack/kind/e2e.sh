@@ -92,9 +92,19 @@ failures() {
   done
 }
 
+# apiserver_webhook_lines prints the API server's last lines about webhooks:
+# a failed conversion or admission call that no client saw (a watch's
+# event, a garbage collector's list) names its error only there.
+apiserver_webhook_lines() {
+  [[ -n ${KIND:-} ]] || return 0
+  log "the API server's last lines about webhooks:"
+  docker exec "$KIND_CLUSTER-control-plane" sh -c \
+    'grep -h -i -e webhook -e conversion /var/log/pods/kube-system_kube-apiserver-*/kube-apiserver/*.log | tail -20' >&2 || true
+}
+
 finish() {
   local rc=$?
-  [[ $rc == 0 ]] || failures
+  [[ $rc == 0 ]] || { failures; apiserver_webhook_lines; }
   delete_cluster
   printf '%-28s %5ds  (exit %d)\n' "total" $((SECONDS - begin_all)) $rc >>"$TIMINGS"
   log "timings ($TIMINGS):"
