@@ -123,6 +123,9 @@ type convergence struct {
 	apiserverCPU float64
 	// peakRSS is the manager's RSS high-water mark at convergence.
 	peakRSS float64
+	// apiCPU is the API server's CPU profile over the phase, from the
+	// first create (profileAPIServer), nil without one.
+	apiCPU *cpuBreakdown
 	// settled is whether the totals were counted once everything settled
 	// (otherwise they stop at convergence).
 	settled    bool
@@ -151,13 +154,13 @@ func (c convergence) split() (creates, updates, other float64) {
 // and waits until t says they all converged; then until they are all Ready
 // (when ready is set), the manager is idle and the cluster quiet.
 func measureConvergence(ctx context.Context, c *cluster, cfg config, name string, m manager, t *tracker, waitReady bool,
-	settleAfter bool, events func(context.Context) (creates, patches int, err error), create func(ctx context.Context, i int) error) (convergence, error) {
+	settleAfter bool, events func(context.Context) (creates, patches int, err error), create func(ctx context.Context, i int) error) (res convergence, err error) {
 	logger := klog.FromContext(ctx)
 	before, err := settle(ctx, c, cfg)
 	if err != nil {
 		return convergence{}, err
 	}
-	res := convergence{n: t.want, before: before}
+	res = convergence{n: t.want, before: before}
 	c0, err := m.Counters(ctx)
 	if err != nil {
 		return res, err
@@ -179,6 +182,14 @@ func measureConvergence(ctx context.Context, c *cluster, cfg config, name string
 	if p, ok := m.(creationWatcher); ok {
 		p.creating()
 	}
+	// Stopped at convergence, waited for last: its last window must not
+	// delay the counters read at convergence.
+	apiProfile := profileAPIServer(ctx, c, cfg, name, name)
+	defer func() {
+		if apiCPU, perr := apiProfile.finish(ctx); err == nil {
+			res.apiCPU, err = apiCPU, perr
+		}
+	}()
 	start := time.Now()
 	if err := parallel(ctx, t.want, cfg.concurrency, create); err != nil {
 		return res, fmt.Errorf("creating: %w", err)
@@ -190,6 +201,7 @@ func measureConvergence(ctx context.Context, c *cluster, cfg config, name string
 	}
 	res.elapsed = time.Since(start)
 	stopProfile()
+	apiProfile.stopOnce()
 	cpu1 := takeCPUSnapshot()
 	res.cpu = cpu0.until(cpu1)
 	// Events before the manager's counters: an Event written in between

@@ -60,7 +60,8 @@ var allocationFrame = regexp.MustCompile(`^runtime\.mallocgc$`)
 type cpuBreakdown struct {
 	file  string
 	total time.Duration
-	// parts are the time of each of cpuParts, then of everything else.
+	// parts are the time of each part it was broken down by, then of
+	// everything else.
 	parts      []time.Duration
 	allocation time.Duration
 }
@@ -76,7 +77,8 @@ func fetchCPUProfile(ctx context.Context, base, file string, d time.Duration) (w
 	return func() error { return <-done }
 }
 
-// fetchProfile writes what url answers into file.
+// fetchProfile writes what url answers into file. Not httpGet: a CPU
+// profile answers after its window, past httpGet's 10 s timeout.
 func fetchProfile(ctx context.Context, url, file string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -102,13 +104,13 @@ func fetchProfile(ctx context.Context, url, file string) error {
 	return f.Close()
 }
 
-// breakDown reads file's samples with `go tool pprof -traces`.
-func breakDown(ctx context.Context, file string) (cpuBreakdown, error) {
+// breakDown reads file's samples with `go tool pprof -traces`, by parts.
+func breakDown(ctx context.Context, file string, parts []cpuPart) (cpuBreakdown, error) {
 	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-traces", file).Output()
 	if err != nil {
 		return cpuBreakdown{}, fmt.Errorf("go tool pprof -traces %s: %w", file, err)
 	}
-	b, err := parseTraces(string(out))
+	b, err := parseTraces(string(out), parts)
 	b.file = file
 	return b, err
 }
@@ -117,8 +119,8 @@ func breakDown(ctx context.Context, file string) (cpuBreakdown, error) {
 // each stack is a value and a function on its first line, then a function
 // per line, between separator lines; label lines ("key: value") may come
 // first.
-func parseTraces(out string) (cpuBreakdown, error) {
-	b := cpuBreakdown{parts: make([]time.Duration, len(cpuParts)+1)}
+func parseTraces(out string, parts []cpuPart) (cpuBreakdown, error) {
+	b := cpuBreakdown{parts: make([]time.Duration, len(parts)+1)}
 	var value time.Duration
 	var frames []string
 	flush := func() {
@@ -126,9 +128,9 @@ func parseTraces(out string) (cpuBreakdown, error) {
 			return
 		}
 		b.total += value
-		part := len(cpuParts)
+		part := len(parts)
 	find:
-		for i, p := range cpuParts {
+		for i, p := range parts {
 			for _, f := range frames {
 				if p.frame.MatchString(f) {
 					part = i
@@ -179,10 +181,10 @@ func frameName(fields []string) string {
 	return strings.TrimSuffix(strings.Join(fields, " "), " (inline)")
 }
 
-// partNames are the names of a breakdown's parts, in order.
-func partNames() []string {
-	names := make([]string, 0, len(cpuParts)+1)
-	for _, p := range cpuParts {
+// partNames are the names of parts, in order, and everything else's.
+func partNames(parts []cpuPart) []string {
+	names := make([]string, 0, len(parts)+1)
+	for _, p := range parts {
 		names = append(names, p.name)
 	}
 	return append(names, "everything else (runtime, timers, the scheduler)")

@@ -47,7 +47,7 @@ Duration: 30s, Total samples = 100ms (0.33%)
              runtime.findRunnable
 -----------+-------------------------------------------------------
 `
-	b, err := parseTraces(out)
+	b, err := parseTraces(out, cpuParts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,10 +58,42 @@ Duration: 30s, Total samples = 100ms (0.33%)
 	}
 	for i := range want {
 		if b.parts[i] != want[i] {
-			t.Errorf("%s: %v, want %v", partNames()[i], b.parts[i], want[i])
+			t.Errorf("%s: %v, want %v", partNames(cpuParts)[i], b.parts[i], want[i])
 		}
 	}
 	if b.total != ms(1600) || b.allocation != ms(30) {
 		t.Errorf("total %v, allocation %v; want 1.6s and 30ms", b.total, b.allocation)
+	}
+}
+
+// TestAPIServerParts: a write's storage, run by the finisher's goroutine,
+// counts as the write; a request still in the filters counts as filters;
+// the etcd client's watch as etcd.
+func TestAPIServerParts(t *testing.T) {
+	out := `-----------+-------------------------------------------------------
+      10ms   k8s.io/apiserver/pkg/storage/etcd3.(*store).GuaranteedUpdate
+             k8s.io/apiserver/pkg/registry/generic/registry.(*Store).Update
+             k8s.io/apiserver/pkg/endpoints/handlers/finisher.finishRequest.func1
+-----------+-------------------------------------------------------
+      20ms   k8s.io/apiserver/pkg/endpoints/filters.WithAuthentication.withAuthentication.func1
+             net/http.HandlerFunc.ServeHTTP
+-----------+-------------------------------------------------------
+      30ms   k8s.io/apiserver/pkg/storage/etcd3.(*watchChan).processEvent
+-----------+-------------------------------------------------------
+      40ms   k8s.io/apiserver/pkg/storage/cacher.(*cacheWatcher).processInterval
+             k8s.io/apiserver/pkg/endpoints/handlers.(*WatchServer).HandleHTTP
+             k8s.io/apiserver/pkg/endpoints/filters.WithAuthorization.func1
+-----------+-------------------------------------------------------
+`
+	b, err := parseTraces(out, apiserverParts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	want := []time.Duration{ms(10), 0, ms(40), ms(30), ms(20), 0, 0, 0}
+	for i := range want {
+		if b.parts[i] != want[i] {
+			t.Errorf("%s: %v, want %v", partNames(apiserverParts)[i], b.parts[i], want[i])
+		}
 	}
 }

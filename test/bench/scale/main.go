@@ -110,11 +110,15 @@ type config struct {
 	peerBinary  string
 	peerRounds  int
 	peerProfile time.Duration
-	binDir      string
-	artifacts   string
-	markdown    string
-	cpuprofile  string
-	managerArgs []string
+	// apiserverProfile is the window of the API server's CPU profiles,
+	// taken one after another over the raw and manager phases of Apps,
+	// Pipelines and Ingresses.
+	apiserverProfile time.Duration
+	binDir           string
+	artifacts        string
+	markdown         string
+	cpuprofile       string
+	managerArgs      []string
 	// apiserverArgs are extra flags of the local kube-apiserver (alpha
 	// paths such as CBOR).
 	apiserverArgs []string
@@ -164,6 +168,7 @@ func main() {
 	flag.BoolVar(&cfg.useExisting, "use-existing-cluster", false, "Run against the cluster of $KUBECONFIG (it must run kube-controller-manager, kube-scheduler and kwok) instead of starting the local control plane.")
 	flag.StringVar(&cfg.binary, "binary", "_output/controller-manager", "The controller-manager binary under test (make build).")
 	flag.StringVar(&cfg.peerBinary, "peer-binary", "_output/bench-peer", "The peer operator of the peer scenario: test/bench/peer built in its own module (make bench builds it).")
+	flag.DurationVar(&cfg.apiserverProfile, "apiserver-profile", 5*time.Second, "CPU profiles of the API server over the raw and the manager's phase of Apps, Pipelines and Ingresses, from the first create to the end, taken one after another in windows this long and merged (the last runs on past the end), broken down side by side by the work asked of it (0: none).")
 	flag.DurationVar(&cfg.peerProfile, "peer-profile", 40*time.Second, "In the peer scenario's first round, a CPU profile of the manager's and of the peer's first this long of the convergence, broken down by part of the work (0: none).")
 	flag.IntVar(&cfg.peerRounds, "peer-rounds", 2, "Rounds of the peer scenario: in each, --apps Apps converged by the manager with the App controller alone and by the peer, alternating which goes first; the report gives the median of each figure.")
 	flag.Float64Var(&cfg.profileScale, "profile-scale", 0.25, "The profile scenario converges this share of --apps, --pipelines and --services again with the manager in this process, under a CPU profile.")
@@ -401,7 +406,9 @@ func run(ctx context.Context, cfg config) error {
 	// they are measured first, on the nearly empty cluster. Each is cleaned
 	// up before anything else runs.
 	raws := map[string]func() (rawResult, error){
-		scenarioNameApps:      func() (rawResult, error) { return rawApps(ctx, c, cfg, "bench-raw-apps", cfg.apps, 1) },
+		scenarioNameApps: func() (rawResult, error) {
+			return rawApps(ctx, c, cfg, scenarioNameApps, "bench-raw-apps", cfg.apps, 1)
+		},
 		scenarioNamePipelines: func() (rawResult, error) { return rawPipelines(ctx, c, cfg, cfg.pipelines) },
 		scenarioNameIngress:   func() (rawResult, error) { return rawIngresses(ctx, c, cfg, cfg.services) },
 	}

@@ -106,8 +106,10 @@ func rawPipelineChildren(p *pipelinev1.Pipeline) pipelineChildren {
 func newIngressService(i int) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        fmt.Sprintf("svc-%05d", i),
-			Annotations: map[string]string{ingress.AnnotationEnabled: "true"},
+			Name: fmt.Sprintf("svc-%05d", i),
+			// A host of its own: the Ingress controller refuses a hostless
+			// Ingress, and the manager runs without a default domain.
+			Annotations: map[string]string{ingress.AnnotationEnabled: "true", ingress.AnnotationHost: fmt.Sprintf("svc-%05d.bench.example", i)},
 		},
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
@@ -117,7 +119,7 @@ func newIngressService(i int) *corev1.Service {
 }
 
 // rawIngress is what the Ingress controller creates for svc without a
-// default domain or class.
+// default domain or class (svc names its host).
 func rawIngress(svc *corev1.Service) (*networkingv1.Ingress, error) {
 	return ingress.DesiredIngress(svc, ingress.Options{})
 }

@@ -199,7 +199,7 @@ func profiledConvergence(ctx context.Context, cfg config, m manager, who string,
 	if prof.heapSummary, prof.heapTop, err = heapTop(ctx, prof.heapFile, profileTopEntries); err != nil {
 		return conv, err
 	}
-	prof.cpu, err = breakDown(ctx, cpuFile)
+	prof.cpu, err = breakDown(ctx, cpuFile, cpuParts)
 	return conv, err
 }
 

@@ -48,6 +48,9 @@ type rawResult struct {
 	// with no controller running, the background the managers' are read
 	// against.
 	gets float64
+	// apiCPU is the API server's CPU profile over the phase, from the
+	// first create (profileAPIServer), nil without one.
+	apiCPU *cpuBreakdown
 }
 
 // apiserverCPUPerSet is the API server's CPU seconds per parent.
@@ -86,9 +89,9 @@ func settle(ctx context.Context, c *cluster, cfg config) (phaseStart, error) {
 	return phaseStart{load1: load, background: rate, others: others}, nil
 }
 
-// measureRaw runs create over n items and reports the rate, the cluster's
-// writes and the CPU used.
-func measureRaw(ctx context.Context, c *cluster, cfg config, n, createsPerSet int, create func(ctx context.Context, i int) error) (rawResult, error) {
+// measureRaw runs create over n items of scenario and reports the rate, the
+// cluster's writes and the CPU used.
+func measureRaw(ctx context.Context, c *cluster, cfg config, scenario string, n, createsPerSet int, create func(ctx context.Context, i int) error) (rawResult, error) {
 	before, err := settle(ctx, c, cfg)
 	if err != nil {
 		return rawResult{}, err
@@ -102,10 +105,12 @@ func measureRaw(ctx context.Context, c *cluster, cfg config, n, createsPerSet in
 		return rawResult{}, err
 	}
 	cpu0 := takeCPUSnapshot()
+	apiProfile := profileAPIServer(ctx, c, cfg, scenario, "raw-"+scenario)
 	start := time.Now()
 	err = parallel(ctx, n, cfg.concurrency, create)
 	elapsed := time.Since(start)
 	cpu1 := takeCPUSnapshot()
+	apiProfile.stopOnce()
 	if err != nil {
 		return rawResult{}, err
 	}
@@ -117,18 +122,21 @@ func measureRaw(ctx context.Context, c *cluster, cfg config, n, createsPerSet in
 	if err != nil {
 		return rawResult{}, err
 	}
-	return rawResult{n: n, createsPerSet: createsPerSet, elapsed: elapsed, etcdWrites: rev1 - rev0, cpu: cpu0.until(cpu1), before: before, gets: gets1 - gets0}, nil
+	r := rawResult{n: n, createsPerSet: createsPerSet, elapsed: elapsed, etcdWrites: rev1 - rev0, cpu: cpu0.until(cpu1), before: before, gets: gets1 - gets0}
+	r.apiCPU, err = apiProfile.finish(ctx)
+	return r, err
 }
 
 // rawApps creates n Apps with their Deployment, Service and Ingress as the
-// App controller builds them, in namespace ns, then deletes the namespace.
-func rawApps(ctx context.Context, c *cluster, cfg config, ns string, n int, replicas int32) (rawResult, error) {
+// App controller builds them, in namespace ns, then deletes the namespace;
+// scenario names the measurement.
+func rawApps(ctx context.Context, c *cluster, cfg config, scenario, ns string, n int, replicas int32) (rawResult, error) {
 	if err := c.createNamespace(ctx, ns); err != nil {
 		return rawResult{}, err
 	}
 	opts := appcontroller.Options{IngressDomain: ingressDomain}
 	create := metav1.CreateOptions{FieldManager: controller.FieldManager}
-	r, err := measureRaw(ctx, c, cfg, n, 4, func(ctx context.Context, i int) error {
+	r, err := measureRaw(ctx, c, cfg, scenario, n, 4, func(ctx context.Context, i int) error {
 		created, err := c.crd.AppV1().Apps(ns).Create(ctx, newApp(i, replicas), create)
 		if err != nil {
 			return fmt.Errorf("creating App: %w", err)
@@ -163,7 +171,7 @@ func rawPipelines(ctx context.Context, c *cluster, cfg config, n int) (rawResult
 		return rawResult{}, err
 	}
 	create := metav1.CreateOptions{FieldManager: controller.FieldManager}
-	r, err := measureRaw(ctx, c, cfg, n, 1+2+2*cfg.steps, func(ctx context.Context, i int) error {
+	r, err := measureRaw(ctx, c, cfg, scenarioNamePipelines, n, 1+2+2*cfg.steps, func(ctx context.Context, i int) error {
 		p, err := c.crd.PipelineV1().Pipelines().Create(ctx, newPipeline("raw", i, cfg.steps, ns, c.nodes), create)
 		if err != nil {
 			return fmt.Errorf("creating Pipeline: %w", err)
@@ -250,7 +258,7 @@ func rawIngresses(ctx context.Context, c *cluster, cfg config, n int) (rawResult
 		return rawResult{}, err
 	}
 	create := metav1.CreateOptions{FieldManager: controller.FieldManager}
-	r, err := measureRaw(ctx, c, cfg, n, 2, func(ctx context.Context, i int) error {
+	r, err := measureRaw(ctx, c, cfg, scenarioNameIngress, n, 2, func(ctx context.Context, i int) error {
 		svc, err := c.kube.CoreV1().Services(ns).Create(ctx, newIngressService(i), create)
 		if err != nil {
 			return fmt.Errorf("creating Service: %w", err)
@@ -276,7 +284,7 @@ func warmUp(ctx context.Context, c *cluster, cfg config) error {
 	if cfg.warmup == 0 {
 		return nil
 	}
-	r, err := rawApps(ctx, c, cfg, "bench-warmup", cfg.warmup, 0)
+	r, err := rawApps(ctx, c, cfg, "warm-up", "bench-warmup", cfg.warmup, 0)
 	if err != nil {
 		return fmt.Errorf("warming up: %w", err)
 	}

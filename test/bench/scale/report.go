@@ -553,6 +553,20 @@ func markdown(res *results) string {
 			fmt.Fprintf(&b, "- %s (`%s`; %s): %s.\n", who.name, who.p.heapFile, who.p.heapSummary, strings.Join(who.p.heapTop, "; "))
 		}
 	}
+	if s := res.shards; s != nil && len(s.runs) > 0 {
+		fmt.Fprintf(&b, "\n**Heap of a shards replica once idle** (the first replica of each run, after a GC; top %d by in-use bytes, cum in brackets):\n\n", profileTopEntries)
+		for _, r := range s.runs {
+			if r.heapFile != "" {
+				fmt.Fprintf(&b, "- %d replica(s), %d cached objects cluster-wide (`%s`; %s): %s.\n", r.replicas, r.cachedObjects, r.heapFile, r.heapSummary, strings.Join(r.heapTop, "; "))
+			}
+		}
+	}
+	for _, name := range []string{scenarioNameApps, scenarioNamePipelines, scenarioNameIngress} {
+		raw, conv := res.raw[name], res.conv[name]
+		if raw.apiCPU != nil && conv.apiCPU != nil && raw.apiCPU.total > 0 && conv.apiCPU.total > 0 && raw.n > 0 && conv.n > 0 {
+			b.WriteString(apiserverPartsTable(cfg, name, raw, conv))
+		}
+	}
 	if a := res.admission; a != nil {
 		fmt.Fprintf(&b, "\n**Admission** (%d sequential creates of each kind at v1, one client; the webhooks: a webhooks-only manager on loopback, the configurations of manifests/default-webhooks pointed at it; the policies: manifests/policies, run by the API server):\n", a.creates)
 		for _, k := range []struct {
@@ -619,10 +633,31 @@ func cpuPartsTable(cfg config, ours, peer cpuBreakdown) string {
 	cell := func(d, total time.Duration) string {
 		return fmt.Sprintf("%.2f s (%.0f%%)", d.Seconds(), 100*d.Seconds()/total.Seconds())
 	}
-	for i, name := range partNames() {
+	for i, name := range partNames(cpuParts) {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", name, cell(ours.parts[i], ours.total), cell(peer.parts[i], peer.total))
 	}
 	fmt.Fprintf(&b, "| all | %.2f s | %.2f s |\n", ours.total.Seconds(), peer.total.Seconds())
 	fmt.Fprintf(&b, "| of which allocating (`runtime.mallocgc`, across the parts) | %s | %s |\n", cell(ours.allocation, ours.total), cell(peer.allocation, peer.total))
+	return b.String()
+}
+
+// apiserverPartsTable is the API server's CPU profiles of scenario's raw and
+// manager phases side by side, by part, each part's share also spread over
+// the phase's API server CPU per object.
+func apiserverPartsTable(cfg config, scenario string, raw rawResult, conv convergence) string {
+	var b strings.Builder
+	rawPer, convPer := 1000*raw.apiserverCPUPerSet(), 1000*conv.apiserverCPU/float64(conv.n)
+	fmt.Fprintf(&b, "\n**Where the API server's CPU went in %s** (CPU profiles of kube-apiserver over the raw phase and the manager's, from the first create to the last object converged, in windows of %s, the last running on past the end; each sample counted in the first part, in this order, that one of its frames belongs to; ms per object: the part's share of the profile times the phase's API server CPU per object, %.1f ms raw, %.1f ms with the manager):\n\n", scenario, cfg.apiserverProfile, rawPer, convPer)
+	fmt.Fprintf(&b, "| part | raw (`%s`) | manager (`%s`) | manager − raw per object |\n|---|---|---|---|\n", raw.apiCPU.file, conv.apiCPU.file)
+	cell := func(d, total time.Duration, per float64) (string, float64) {
+		share := d.Seconds() / total.Seconds()
+		return fmt.Sprintf("%.2f s (%.0f%%), %.2f ms", d.Seconds(), 100*share, share*per), share * per
+	}
+	for i, name := range partNames(apiserverParts) {
+		r, rms := cell(raw.apiCPU.parts[i], raw.apiCPU.total, rawPer)
+		m, mms := cell(conv.apiCPU.parts[i], conv.apiCPU.total, convPer)
+		fmt.Fprintf(&b, "| %s | %s | %s | %+.2f ms |\n", name, r, m, mms-rms)
+	}
+	fmt.Fprintf(&b, "| all | %.2f s, %.1f ms | %.2f s, %.1f ms | %+.1f ms |\n", raw.apiCPU.total.Seconds(), rawPer, conv.apiCPU.total.Seconds(), convPer, convPer-rawPer)
 	return b.String()
 }

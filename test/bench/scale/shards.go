@@ -21,6 +21,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,10 @@ type shardsRun struct {
 	// convergence; binary is its RssFile then: the pages of the executable
 	// it has mapped, which every replica pays whatever its share.
 	peakRSS, rss, binary []float64
+	// heapFile, heapSummary and heapTop are the first replica's heap
+	// profile once idle, after a GC: what its memory holds.
+	heapFile, heapSummary string
+	heapTop               []string
 	// join, leave, kill and layout are the four moves.
 	join, leave, kill, layout shardsMove
 }
@@ -143,7 +148,7 @@ func scenarioShards(ctx context.Context, c *cluster, cfg config, l *e2eframework
 // group.
 func shardsArgs(cfg config, shards int, group string) []string {
 	return append([]string{
-		"--leader-elect=true", "--leader-elect-per-controller", fmt.Sprintf("--shards=%d", shards),
+		"--leader-elect=true", "--leader-elect-per-controller", fmt.Sprintf("--shards=%d", shards), "--profiling",
 		"--controllers=" + appcontroller.ControllerName,
 		"--leader-elect-resource-namespace=" + shardsLeaseNamespace,
 		"--leader-elect-resource-name=" + group,
@@ -238,6 +243,13 @@ func shardsOnce(ctx context.Context, c *cluster, cfg config, l *e2eframework.Lau
 		return run, err
 	}
 	logger.Info("Shards: memory once idle", "replicas", n, "peakRSS", mibs(run.peakRSS), "rss", mibs(run.rss), "binary", mibs(run.binary), "cachedObjects", run.cachedObjects)
+	run.heapFile = filepath.Join(cfg.artifacts, fmt.Sprintf("heap-shards-%d.pprof", n))
+	if err := fetchProfile(ctx, replicas[0].Base()+"/debug/pprof/heap?gc=1", run.heapFile); err != nil {
+		return run, fmt.Errorf("the heap profile of %s: %w", replicas[0].Name(), err)
+	}
+	if run.heapSummary, run.heapTop, err = heapTop(ctx, run.heapFile, profileTopEntries); err != nil {
+		return run, err
+	}
 
 	// Join: one more replica; membership moves the units it is assigned.
 	before, err := waitUnitsSettled(ctx, replicas, nil, time.Minute)
