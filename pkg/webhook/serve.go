@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
@@ -53,31 +54,50 @@ type servingState struct {
 // that failed with EOF in make test's chaos 90 s after a burst.
 const idleTimeout = 2 * time.Minute
 
+// After its serving context ends, the server still accepts connections until
+// none has come for acceptQuiet, and for acceptAfterStop at most: kube-proxy
+// may still send a new connection here after the lame duck (seen under load
+// in a rollout), and the API server calls webhooks over HTTP/1.1 and does not
+// retry a refused connection. Each answer then closes its connection
+// (CloseConnections). Requests in flight then get shutdownTimeout.
+const (
+	acceptQuiet     = time.Second
+	acceptAfterStop = 10 * time.Second
+	shutdownTimeout = 10 * time.Second
+)
+
+// MaxStopTime is how long the webhook server may take to stop after its
+// serving context ends; the pod's grace period must leave room for it.
+func MaxStopTime() time.Duration { return acceptAfterStop + shutdownTimeout }
+
 // Serve listens on address and serves the webhooks over TLS until ctx is
-// done, with the certificate certs provides. Requests are served with
-// ctx, so the caller keeps it alive through its lame-duck delay. A new certificate (a renewed
-// one, or the first one when certs starts empty) is used for new
+// done, with the certificate certs provides, then stops as MaxStopTime says.
+// Requests are not cancelled with ctx: the caller keeps ctx alive through its
+// lame-duck delay, and requests in flight finish after it. A new certificate
+// (a renewed one, or the first one when certs starts empty) is used for new
 // connections without a restart. The listener is opened before Serve
 // returns, so a bad address fails startup; until certs holds a certificate,
 // TLS handshakes fail and CertificateCheck reports not ready.
 func (s *Server) Serve(ctx context.Context, address string, certs dynamiccertificates.CertKeyContentProvider) (net.Addr, error) {
 	logger := klog.FromContext(ctx)
-	ln, err := net.Listen("tcp", address)
+	tcp, err := net.Listen("tcp", address)
 	if err != nil {
 		return nil, fmt.Errorf("listening on --webhook-address %s: %w", address, err)
 	}
+	ln := &acceptClock{Listener: tcp}
 
 	tlsConfig, served, err := ReloadingTLSConfig(ctx, certs)
 	if err != nil {
 		logger.Info("No webhook serving certificate yet; serving once one is loaded", "source", certs.Name(), "reason", err.Error())
 	}
 
+	requests := context.WithoutCancel(ctx)
 	srv := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       idleTimeout,
 		TLSConfig:         tlsConfig,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		BaseContext:       func(net.Listener) context.Context { return requests },
 	}
 	go func() {
 		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -86,17 +106,48 @@ func (s *Server) Serve(ctx context.Context, address string, certs dynamiccertifi
 	}()
 	stopped := make(chan struct{})
 	context.AfterFunc(ctx, func() {
-		// Requests in flight finish (the API server's webhook timeout is
-		// at most 30 s, 10 s by default); the caller has stopped routing
-		// new ones here before ctx ends.
 		defer close(stopped)
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		ln.waitQuiet(acceptQuiet, acceptAfterStop)
+		// Requests in flight finish: the API server's webhook timeout is
+		// at most 30 s, 10 s by default.
+		shutdownCtx, cancel := context.WithTimeout(requests, shutdownTimeout)
 		defer cancel()
-		_ = srv.Shutdown(shutdownCtx)
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			logger.Info("Webhook requests still in flight at the end of the shutdown; closing them", "timeout", shutdownTimeout)
+			_ = srv.Close()
+		}
 	})
 	s.serving.Store(&servingState{addr: ln.Addr(), tls: served, stopped: stopped})
 	logger.Info("Serving webhooks", "address", ln.Addr().String(), "paths", s.Paths(), "certificate", certs.Name())
 	return ln.Addr(), nil
+}
+
+// acceptClock is a listener that knows when it last accepted a connection.
+type acceptClock struct {
+	net.Listener
+	last atomic.Int64 // UnixNano; 0 before the first connection
+}
+
+func (l *acceptClock) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.last.Store(time.Now().UnixNano())
+	}
+	return c, err
+}
+
+// waitQuiet returns once no connection has been accepted for quiet, or
+// after most.
+func (l *acceptClock) waitQuiet(quiet, most time.Duration) {
+	deadline := time.Now().Add(most)
+	for {
+		left := time.Until(deadline)
+		since := time.Since(time.Unix(0, l.last.Load()))
+		if since >= quiet || left <= 0 {
+			return
+		}
+		time.Sleep(min(quiet-since, left))
+	}
 }
 
 // Addr is the address Serve listens on, nil before Serve.

@@ -46,6 +46,7 @@ import (
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app"
 	"github.com/ndsl/controller-manager/cmd/controller-manager/app/options"
 	"github.com/ndsl/controller-manager/pkg/testing/controlplane"
+	"github.com/ndsl/controller-manager/pkg/webhook"
 	"github.com/ndsl/controller-manager/test/integration/framework"
 )
 
@@ -267,13 +268,13 @@ func TestDeploymentIsHardenedAndHighlyAvailable(t *testing.T) {
 }
 
 // checkShutdownTimings: the lame duck fits the pod's timings. The kubelet
-// waits for the drain, the shutdown delay and the webhook server's own
-// graceful shutdown (up to 10 s) before it kills the container, and the
+// waits for the drain, the shutdown delay and the webhook server's stop
+// (webhook.MaxStopTime) before it kills the container, and the
 // readiness probe sees the replica unready, so that the endpoints drop it,
 // well within the shutdown delay, while it still serves.
 func checkShutdownTimings(t *testing.T, pod corev1.PodSpec, g options.GenericOptions) {
 	t.Helper()
-	const webhookShutdown = 10 * time.Second
+	webhookShutdown := webhook.MaxStopTime()
 	if g.ShutdownDelay < 3*time.Second {
 		t.Errorf("--shutdown-delay-duration = %s, want at least 3s for the endpoints to drop the replica", g.ShutdownDelay)
 	}
