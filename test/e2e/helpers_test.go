@@ -189,9 +189,16 @@ func workloadImage() string {
 }
 
 // isWebhookCallFailure reports whether err is the API server's error for a
-// webhook it could not call (as opposed to a webhook's own rejection).
+// webhook it could not call (as opposed to a webhook's own rejection): an
+// admission webhook's ("failed calling webhook") or the conversion
+// webhook's ("conversion webhook for … failed: Post …: write: broken
+// pipe", seen when the leader is killed mid-create).
 func isWebhookCallFailure(err error) bool {
-	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "failed calling webhook")
+	if !apierrors.IsInternalError(err) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "failed calling webhook") || strings.Contains(msg, "conversion webhook for")
 }
 
 // newApp is an App with replicas of the workload image and no Ingress. The

@@ -26,6 +26,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -213,7 +214,14 @@ func TestMigrationKeepsEndpoints(t *testing.T) {
 	if changes < 4 {
 		t.Errorf("the EndpointSlices changed %d times: the pods were not rolled", changes)
 	}
-	e.waitApp("mig", "ready", ready)
+	// Settled, not only ready: on a loaded machine the App is Ready while
+	// the rollout's last status changes (Progressing, the old pods going)
+	// are still on their way, and each is a status write of its own.
+	e.waitApp("mig", "ready, the rollout done and 2 replicas", func(a *appv1beta1.App) bool {
+		p := meta.FindStatusCondition(a.Status.Conditions, appv1beta1.ConditionProgressing)
+		return ready(a) && p != nil && p.Status == metav1.ConditionFalse &&
+			a.Status.Replicas == 2 && a.Status.ReadyReplicas == 2 && a.Status.AvailableReplicas == 2
+	})
 	// The older managers' hash annotation was this manager's applied field:
 	// its apply, which no longer sets it, removed it.
 	svc, err := e.kube.CoreV1().Services(e.ns).Get(ctx, "mig", metav1.GetOptions{})

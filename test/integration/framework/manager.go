@@ -186,6 +186,17 @@ type WriteCounter struct {
 	// byClient counts the writes per client: the last part of the user
 	// agent (controller-manager/<client>), then "METHOD /path".
 	byClient map[string]map[string]int
+	// conflicts counts the writes refused with 409 Conflict, by
+	// "METHOD /path": they changed nothing, and their retry is a write too.
+	conflicts map[string]int
+}
+
+// Conflicts returns the writes so far refused with 409 Conflict, keyed
+// "METHOD /path" as ByRequest.
+func (c *WriteCounter) Conflicts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.conflicts)
 }
 
 // ByClient returns the writes so far per client (the controller or shard
@@ -244,7 +255,7 @@ func (c *WriteCounter) Summary() string {
 // CountWrites returns a copy of cfg whose transport counts every POST, PUT,
 // PATCH and DELETE, and every GET that is not a watch.
 func CountWrites(cfg *rest.Config) (*rest.Config, *WriteCounter) {
-	c := &WriteCounter{byPath: map[string]int{}, reads: map[string]int{}, byClient: map[string]map[string]int{}}
+	c := &WriteCounter{byPath: map[string]int{}, reads: map[string]int{}, byClient: map[string]map[string]int{}, conflicts: map[string]int{}}
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return RoundTripFunc(func(req *http.Request) (*http.Response, error) {
@@ -267,7 +278,13 @@ func CountWrites(cfg *rest.Config) (*rest.Config, *WriteCounter) {
 					c.mu.Unlock()
 				}
 			}
-			return rt.RoundTrip(req)
+			res, err := rt.RoundTrip(req)
+			if err == nil && res.StatusCode == http.StatusConflict && req.Method != http.MethodGet {
+				c.mu.Lock()
+				c.conflicts[req.Method+" "+req.URL.Path]++
+				c.mu.Unlock()
+			}
+			return res, err
 		})
 	})
 	return out, c
