@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -57,14 +58,10 @@ func postReview(client *http.Client, url string) error {
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, res.Body)
 	if res.StatusCode != http.StatusOK {
-		return &statusError{res.Status}
+		return fmt.Errorf("answered %s", res.Status)
 	}
 	return nil
 }
-
-type statusError struct{ status string }
-
-func (e *statusError) Error() string { return "answered " + e.status }
 
 // After its serving context ends, the server still serves the connections
 // that come (kube-proxy may send them after the lame duck, and the API
@@ -108,7 +105,7 @@ func TestNewConnectionsAfterStopAreServed(t *testing.T) {
 	}
 	select {
 	case <-s.Stopped():
-	case <-time.After(acceptQuiet + shutdownTimeout + 10*time.Second):
+	case <-time.After(MaxStopTime() + 10*time.Second):
 		t.Fatal("the server did not stop once connections stopped coming")
 	}
 	if err := postReview(client, url); err == nil {

@@ -24,7 +24,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
 )
 
 // apiserverParts break the API server's CPU profile down by the work its
@@ -57,11 +56,11 @@ var apiserverProfileScenarios = map[string]bool{scenarioNameApps: true, scenario
 // as consecutive windows of --apiserver-profile: the phase's end is not
 // known in advance, and a profile is only answered once its window ends.
 type apiserverProfile struct {
-	stop chan struct{}
-	// closeStop closes stop, once.
-	closeStop func()
-	done      chan error
-	file      string
+	// stopped ends once the phase has: no window starts after it.
+	stopped context.Context
+	stop    context.CancelFunc
+	done    chan error
+	file    string
 	// windows are the files of the windows taken, merged into file.
 	windows []string
 }
@@ -74,8 +73,8 @@ func profileAPIServer(ctx context.Context, c *cluster, cfg config, scenario, pha
 	if cfg.apiserverProfile <= 0 || cfg.cpuprofile != "" || !apiserverProfileScenarios[scenario] {
 		return nil
 	}
-	stop := make(chan struct{})
-	p := &apiserverProfile{stop: stop, closeStop: sync.OnceFunc(func() { close(stop) }), done: make(chan error, 1),
+	stopped, stop := context.WithCancel(context.Background())
+	p := &apiserverProfile{stopped: stopped, stop: stop, done: make(chan error, 1),
 		file: filepath.Join(cfg.artifacts, "cpu-apiserver-"+phase+".pprof")}
 	seconds := strconv.Itoa(max(1, int(cfg.apiserverProfile.Seconds())))
 	go func() {
@@ -90,11 +89,9 @@ func profileAPIServer(ctx context.Context, c *cluster, cfg config, scenario, pha
 				p.done <- err
 				return
 			}
-			select {
-			case <-p.stop:
+			if p.stopped.Err() != nil {
 				p.done <- nil
 				return
-			default:
 			}
 		}
 	}()
@@ -125,6 +122,6 @@ func (p *apiserverProfile) finish(ctx context.Context) (*cpuBreakdown, error) {
 // stopOnce ends p's windows after the current one; nil-safe, idempotent.
 func (p *apiserverProfile) stopOnce() {
 	if p != nil {
-		p.closeStop()
+		p.stop()
 	}
 }

@@ -40,7 +40,8 @@ import (
 type writeCounts struct {
 	children, status, events, other int
 	// childConflicts are the child writes refused with 409, left out of
-	// children: each retry reads the claim again.
+	// children: each is followed by one live read of the child (a claim
+	// patch's retry, or a create's AlreadyExists).
 	childConflicts int
 	lines          []string
 }
